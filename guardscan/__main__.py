@@ -1,0 +1,3 @@
+from guardscan.cli import main
+
+raise SystemExit(main())

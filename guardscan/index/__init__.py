@@ -1,0 +1,133 @@
+"""index: per-file facts for a SourceTree, parsed on demand and cached by content hash.
+
+Files are parsed only when a later stage asks for them (through a cheap text
+pre-filter, or because a name resolves into them), so a scan never pays for
+the thousands of files that cannot matter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from guardscan.acquire import SourceTree
+from guardscan.index.extract import index_source
+from guardscan.index.facts import FileFacts, FileOutcome
+
+__all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
+
+#: Bump when extraction changes, so cached facts from older code are ignored.
+FACTS_VERSION = "1"
+
+#: Larger files are skipped (generated tables, vendored data), with a diagnostic.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+
+class Index:
+    """Facts of one tree, keyed by relative path and by module name."""
+
+    def __init__(self, tree: SourceTree, cache_dir: Path | None = None) -> None:
+        self.tree = tree
+        self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
+        self.outcomes: dict[str, FileOutcome] = {}
+        self._data: dict[str, bytes | None] = {}
+        self.by_module: dict[str, str] = {}
+        for rel in tree.files:
+            self.by_module[tree.module_name(rel)] = rel
+
+    # -- raw text ------------------------------------------------------------------
+    def data(self, rel: str) -> bytes | None:
+        if rel not in self._data:
+            try:
+                path = self.tree.path_of(rel)
+                if path.stat().st_size > MAX_FILE_BYTES:
+                    self._data[rel] = None
+                    self.outcomes[rel] = FileOutcome(
+                        rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
+                else:
+                    self._data[rel] = path.read_bytes()
+            except OSError as exc:
+                self._data[rel] = None
+                self.outcomes[rel] = FileOutcome(rel, "failed",
+                                                 reason=f"unreadable: {exc.strerror or exc}")
+        return self._data[rel]
+
+    def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
+        """Files whose bytes contain any of ``tokens`` (the cheap pre-filter)."""
+        needles = [t.encode() for t in tokens]
+        found = []
+        for rel in within if within is not None else self.tree.files:
+            data = self.data(rel)
+            if data is not None and any(n in data for n in needles):
+                found.append(rel)
+        return found
+
+    # -- facts -----------------------------------------------------------------------
+    def outcome(self, rel: str) -> FileOutcome:
+        if rel in self.outcomes:
+            return self.outcomes[rel]
+        data = self.data(rel)
+        if data is None:
+            return self.outcomes[rel]
+        module = self.tree.module_name(rel)
+        is_package = rel.endswith("__init__.py")
+        key = hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
+        outcome = self._cache_load(key)
+        if outcome is None:
+            outcome = index_source(data, rel, module, is_package)
+            self._cache_store(key, outcome)
+        self.outcomes[rel] = outcome
+        return outcome
+
+    def facts(self, rel: str) -> FileFacts | None:
+        return self.outcome(rel).facts
+
+    def module(self, name: str) -> FileFacts | None:
+        rel = self.by_module.get(name)
+        return self.facts(rel) if rel is not None else None
+
+    def has_module(self, name: str) -> bool:
+        return name in self.by_module
+
+    def line_text(self, rel: str, line: int) -> str:
+        data = self.data(rel)
+        if data is None or line <= 0:
+            return ""
+        lines = data.split(b"\n")
+        if line > len(lines):
+            return ""
+        return lines[line - 1].decode("utf-8", "replace").strip()
+
+    # -- cache -------------------------------------------------------------------------
+    def _cache_path(self, key: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / key[:2] / f"{key}.pickle"
+
+    def _cache_load(self, key: str) -> FileOutcome | None:
+        path = self._cache_path(key)
+        if path is None or not path.exists():
+            return None
+        try:
+            with path.open("rb") as handle:
+                loaded = pickle.load(handle)
+            return loaded if isinstance(loaded, FileOutcome) else None
+        except Exception:  # a corrupt entry heals by being rewritten
+            return None
+
+    def _cache_store(self, key: str, outcome: FileOutcome) -> None:
+        path = self._cache_path(key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError:
+            pass

@@ -1,0 +1,377 @@
+"""Three-valued predicates about the device, the options and the quantization.
+
+A guard such as ``is_sm100_supported()`` or ``major != 9`` becomes a Predicate; a
+Predicate is evaluated against a Context (one architecture, optionally the
+chosen backend options and quantization method) and gives TRUE, FALSE or
+UNKNOWN. UNKNOWN never silently becomes TRUE or FALSE: ``And`` is FALSE only when
+one part is FALSE, TRUE only when every part is TRUE (Kleene logic), which is how
+a type checker narrows ``sys.platform`` for a configured platform.
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Union
+
+from guardscan.arch import Arch
+
+__all__ = [
+    "Tri",
+    "Context",
+    "Predicate",
+    "Const",
+    "Device",
+    "CudaAtLeast",
+    "Platform",
+    "OptionIs",
+    "QuantIs",
+    "Unknown",
+    "And",
+    "Or",
+    "Not",
+    "TRUE",
+    "FALSE",
+    "conj",
+    "disj",
+    "neg",
+    "atoms",
+]
+
+
+class Tri(enum.Enum):
+    TRUE = "true"
+    FALSE = "false"
+    UNKNOWN = "unknown"
+
+    @staticmethod
+    def of(value: bool) -> "Tri":
+        return Tri.TRUE if value else Tri.FALSE
+
+    def __invert__(self) -> "Tri":
+        if self is Tri.UNKNOWN:
+            return self
+        return Tri.FALSE if self is Tri.TRUE else Tri.TRUE
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What is fixed while evaluating: the architecture and, when known, the
+    value of backend options (by dest name) and the quantization method.
+
+    ``quantization`` is ``None`` when the method is not fixed; the empty string
+    means "no quantization" was chosen explicitly.
+    """
+
+    arch: Arch | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    quantization: str | None = None
+
+
+_OPS: dict[str, Callable[[object, object], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,  # type: ignore[dict-item]
+    "<=": operator.le,  # type: ignore[dict-item]
+    ">": operator.gt,  # type: ignore[dict-item]
+    ">=": operator.ge,  # type: ignore[dict-item]
+    "in": lambda a, b: a in b,  # type: ignore[operator]
+    "not in": lambda a, b: a not in b,  # type: ignore[operator]
+}
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<", "in": "not in",
+           "not in": "in"}
+
+_QUANTITY_TEXT = {"major": "capability major", "minor": "capability minor",
+                  "sm": "SM (major*10+minor)", "cap": "capability"}
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: bool
+
+    def evaluate(self, ctx: Context) -> Tri:
+        return Tri.of(self.value)
+
+    def describe(self) -> str:
+        return "always" if self.value else "never"
+
+
+TRUE = Const(True)
+FALSE = Const(False)
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A comparison on the device capability.
+
+    ``quantity`` is ``major``, ``minor``, ``sm`` (major*10+minor) or ``cap`` (the
+    (major, minor) tuple); ``value`` is an int, a tuple, or for ``in`` a tuple
+    of candidates.
+    """
+
+    quantity: str
+    op: str
+    value: Union[int, tuple[int, ...], tuple[tuple[int, int], ...]]
+
+    def measure(self, arch: Arch) -> object:
+        return {"major": arch.major, "minor": arch.minor, "sm": arch.sm,
+                "cap": (arch.major, arch.minor)}[self.quantity]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        if ctx.arch is None:
+            return Tri.UNKNOWN
+        return Tri.of(_OPS[self.op](self.measure(ctx.arch), self.value))
+
+    def describe(self) -> str:
+        value = self.value
+        if self.quantity == "cap" and isinstance(value, tuple) and value and isinstance(
+            value[0], int
+        ):
+            value_text = f"{value[0]}.{value[1]}"
+        elif isinstance(value, tuple):
+            value_text = "[" + ", ".join(
+                f"{v[0]}.{v[1]}" if isinstance(v, tuple) else str(v) for v in value
+            ) + "]"
+        else:
+            value_text = str(value)
+        return f"{_QUANTITY_TEXT[self.quantity]} {self.op} {value_text}"
+
+
+@dataclass(frozen=True, slots=True)
+class CudaAtLeast:
+    """``torch.version.cuda >= (major, minor)``.
+
+    TRUE when every toolkit able to target the architecture is at least that
+    new (a curated, cited fact in data/architectures.json); otherwise UNKNOWN,
+    never FALSE: the user may have a newer toolkit.
+    """
+
+    version: tuple[int, int]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        if ctx.arch is None or ctx.arch.min_cuda is None:
+            return Tri.UNKNOWN
+        return Tri.TRUE if ctx.arch.min_cuda >= self.version else Tri.UNKNOWN
+
+    def describe(self) -> str:
+        return f"CUDA >= {self.version[0]}.{self.version[1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """The device platform: ``cuda``, ``cuda_alike`` (CUDA or ROCm), ``hip``,
+    ``npu``, ``xpu``, ``hpu``, ``musa``, ``mps``. Every architecture guardscan
+    judges is an NVIDIA CUDA one."""
+
+    name: str
+
+    def evaluate(self, ctx: Context) -> Tri:
+        if ctx.arch is None:
+            return Tri.UNKNOWN
+        return Tri.of(self.name in ("cuda", "cuda_alike"))
+
+    def describe(self) -> str:
+        return f"platform is {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionIs:
+    """The option (by dest name) holds one of ``choices``."""
+
+    option: str
+    choices: frozenset[str]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        if self.option not in ctx.options:
+            return Tri.UNKNOWN
+        return Tri.of(ctx.options[self.option] in self.choices)
+
+    def describe(self) -> str:
+        names = ", ".join(sorted(self.choices))
+        return f"{self.option} in {{{names}}}" if len(self.choices) > 1 else (
+            f"{self.option} == {names}")
+
+
+@dataclass(frozen=True, slots=True)
+class QuantIs:
+    """The quantization method is one of ``methods``."""
+
+    methods: frozenset[str]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        if ctx.quantization is None:
+            return Tri.UNKNOWN
+        return Tri.of(ctx.quantization in self.methods)
+
+    def describe(self) -> str:
+        return "quantization in {" + ", ".join(sorted(self.methods)) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """Anything not about the device: env vars, model config, packages..."""
+
+    reason: str
+
+    def evaluate(self, ctx: Context) -> Tri:
+        return Tri.UNKNOWN
+
+    def describe(self) -> str:
+        return f"? {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: tuple["Predicate", ...]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        result = Tri.TRUE
+        for item in self.items:
+            value = item.evaluate(ctx)
+            if value is Tri.FALSE:
+                return Tri.FALSE
+            if value is Tri.UNKNOWN:
+                result = Tri.UNKNOWN
+        return result
+
+    def describe(self) -> str:
+        return " and ".join(_paren(i) for i in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    items: tuple["Predicate", ...]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        result = Tri.FALSE
+        for item in self.items:
+            value = item.evaluate(ctx)
+            if value is Tri.TRUE:
+                return Tri.TRUE
+            if value is Tri.UNKNOWN:
+                result = Tri.UNKNOWN
+        return result
+
+    def describe(self) -> str:
+        return " or ".join(_paren(i) for i in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    item: "Predicate"
+
+    def evaluate(self, ctx: Context) -> Tri:
+        return ~self.item.evaluate(ctx)
+
+    def describe(self) -> str:
+        return f"not {_paren(self.item)}"
+
+
+Predicate = Union[Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not]
+
+
+def _paren(p: Predicate) -> str:
+    text = p.describe()
+    return f"({text})" if isinstance(p, (And, Or)) else text
+
+
+def _flatten(kind: type, items: Iterable[Predicate]) -> list[Predicate]:
+    out: list[Predicate] = []
+    for item in items:
+        if isinstance(item, kind):
+            out.extend(item.items)  # type: ignore[attr-defined]
+        else:
+            out.append(item)
+    return out
+
+
+def conj(*items: Predicate) -> Predicate:
+    """And with constant folding and flattening."""
+    parts: list[Predicate] = []
+    for item in _flatten(And, items):
+        if item == TRUE:
+            continue
+        if item == FALSE:
+            return FALSE
+        if item not in parts:
+            parts.append(item)
+    if not parts:
+        return TRUE
+    return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+
+def disj(*items: Predicate) -> Predicate:
+    """Or with constant folding and flattening."""
+    parts: list[Predicate] = []
+    for item in _flatten(Or, items):
+        if item == FALSE:
+            continue
+        if item == TRUE:
+            return TRUE
+        if item not in parts:
+            parts.append(item)
+    if not parts:
+        return FALSE
+    return parts[0] if len(parts) == 1 else Or(tuple(parts))
+
+
+def neg(item: Predicate) -> Predicate:
+    """Not, pushed into constants, comparisons and double negations."""
+    if isinstance(item, Const):
+        return Const(not item.value)
+    if isinstance(item, Not):
+        return item.item
+    if isinstance(item, Device):
+        return Device(item.quantity, _NEGATE[item.op], item.value)
+    return Not(item)
+
+
+def flip_op(op: str) -> str:
+    """The operator that holds with operands swapped (``a < b`` iff ``b > a``)."""
+    return _FLIP.get(op, op)
+
+
+def atoms(pred: Predicate) -> list[Predicate]:
+    """The leaves of a predicate, in order."""
+    if isinstance(pred, (And, Or)):
+        out: list[Predicate] = []
+        for item in pred.items:
+            out.extend(atoms(item))
+        return out
+    if isinstance(pred, Not):
+        return atoms(pred.item)
+    return [pred]
+
+
+def mentions_device(pred: Predicate) -> bool:
+    """True when the predicate depends on the device (capability or platform)."""
+    return any(isinstance(a, (Device, CudaAtLeast, Platform)) for a in atoms(pred))
+
+
+def mentions_capability(pred: Predicate) -> bool:
+    """True when the predicate depends on the compute capability itself."""
+    return any(isinstance(a, Device) for a in atoms(pred))
+
+
+def substitute(pred: Predicate, fn: Callable[[Predicate], Predicate | None]) -> Predicate:
+    """Rebuild ``pred`` with each leaf replaced by ``fn(leaf)`` when not None."""
+    if isinstance(pred, And):
+        return conj(*(substitute(i, fn) for i in pred.items))
+    if isinstance(pred, Or):
+        return disj(*(substitute(i, fn) for i in pred.items))
+    if isinstance(pred, Not):
+        return neg(substitute(pred.item, fn))
+    replaced = fn(pred)
+    return pred if replaced is None else replaced
+
+
+def to_json(pred: Predicate) -> object:
+    """A plain-data form for JSON and GraphML export."""
+    if isinstance(pred, (And, Or)):
+        return {type(pred).__name__.lower(): [to_json(i) for i in pred.items]}
+    if isinstance(pred, Not):
+        return {"not": to_json(pred.item)}
+    return {"atom": pred.describe()}

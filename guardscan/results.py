@@ -1,0 +1,171 @@
+"""The plain data a scan produces: evidence, diagnostics, verdicts, the result.
+
+Everything here is frozen and slotted, holds no parse-tree nodes, and compares,
+sorts and serialises cleanly. Lines are 1-based.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ExitCode",
+    "Role",
+    "Verdict",
+    "Evidence",
+    "Diagnostic",
+    "PackageRef",
+    "BackendVerdict",
+    "OptionInfo",
+    "ScanResult",
+]
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes (documented in README and docs/cli.md).
+
+    OK: the scan ran (whatever the verdicts). FOUND: ``--fail-on`` matched a
+    verdict, or a preflight/baseline check failed. USAGE: bad usage or an
+    unusable target (one line on stderr). INTERNAL: a guardscan bug.
+    """
+
+    OK = 0
+    FOUND = 1
+    USAGE = 2
+    INTERNAL = 3
+
+
+class Role(str, enum.Enum):
+    GATE = "gate"
+    SELECT = "select"
+    IMPORT = "import"
+    DEFAULT = "default"
+    DOC = "doc"
+    KERNEL = "kernel"
+    LINK = "link"
+    GUARD = "guard"
+    DATA = "data"
+
+
+class Verdict(str, enum.Enum):
+    BLOCKED = "blocked"
+    UNSUPPORTED = "unsupported"
+    SUPPORTED = "supported"
+    UNKNOWN = "unknown"
+
+    @property
+    def safe_to_try(self) -> bool:
+        return self in (Verdict.SUPPORTED, Verdict.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Evidence:
+    """One hop of an evidence chain: a line of source and what it means here."""
+
+    path: str
+    line: int
+    role: str
+    text: str
+    note: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "line": self.line, "role": self.role,
+                                  "text": self.text}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Diagnostic:
+    """Something guardscan could not analyse or resolve, with where and why."""
+
+    path: str
+    line: int
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "code": self.code,
+                "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRef:
+    package: str
+    version: str | None
+    path: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"package": self.package, "version": self.version, "path": self.path}
+
+
+@dataclass(frozen=True, slots=True)
+class BackendVerdict:
+    option: str
+    choice: str
+    arch: str
+    quantization: str | None
+    verdict: Verdict
+    evidence: tuple[Evidence, ...] = ()
+    platform: str | None = None  # set when the choice is for a non-CUDA platform only
+    conditions: tuple[str, ...] = ()  # verdict changes under these (e.g. quantization)
+
+    @property
+    def safe_to_try(self) -> bool:
+        return self.verdict.safe_to_try
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "option": self.option,
+            "choice": self.choice,
+            "arch": self.arch,
+            "quantization": self.quantization,
+            "verdict": self.verdict.value,
+            "safe_to_try": self.safe_to_try,
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+        if self.platform:
+            out["platform"] = self.platform
+        if self.conditions:
+            out["conditions"] = list(self.conditions)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class OptionInfo:
+    """A backend-selecting option as the scanned version defines it."""
+
+    flag: str  # --moe-runner-backend
+    dest: str  # moe_runner_backend
+    choices: tuple[str, ...]
+    path: str
+    line: int
+    help: str = ""
+    default: str | None = None
+    platforms: tuple[tuple[str, str], ...] = ()  # (choice, platform) for non-CUDA choices
+
+
+@dataclass(slots=True)
+class ScanResult:
+    guardscan: str
+    target: PackageRef
+    kernels: list[PackageRef] = field(default_factory=list)
+    archs: list[str] = field(default_factory=list)
+    options: list[OptionInfo] = field(default_factory=list)
+    backends: list[BackendVerdict] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    quantization: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "guardscan": self.guardscan,
+            "target": self.target.to_json(),
+            "kernels": [k.to_json() for k in self.kernels],
+            "archs": list(self.archs),
+            "quantization": self.quantization,
+            "backends": [b.to_json() for b in self.backends],
+            "diagnostics": [d.to_json() for d in sorted(set(self.diagnostics))],
+        }

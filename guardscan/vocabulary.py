@@ -1,0 +1,1125 @@
+"""vocabulary: what each guard really tests, resolved from the tree's own definitions.
+
+A guard expression (``is_sm100_supported()``, ``get_platform().is_sm100``,
+``major != 9``, ``get_device_sm() >= 100``...) is read by a small abstract
+interpreter over the index facts. Names resolve through the scope's local
+assignments, the module's definitions and imports (star imports and re-exports
+included), so ``is_sm100_supported`` imported as ``_sm100`` is still that guard.
+Function bodies are interpreted with their arguments bound, which is how
+``lru_cache(partial(_check_cuda_device_version, device_capability_majors=[10],
+cuda_version=(12, 8)))`` becomes ``capability major in [10] and CUDA >= 12.8``.
+
+Nothing is keyed on a guard's spelling: a name means what its definition says.
+Anything the interpreter cannot reduce stays ``Unknown``; when such an
+expression looks like an architecture guard, an ``unresolved-guard`` diagnostic
+says where and why.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Union
+
+from guardscan.index import Index
+from guardscan.index.facts import AssignFact, FileFacts, FunctionFact
+from guardscan.predicate import (
+    FALSE,
+    TRUE,
+    Const,
+    Context,
+    Tri,
+    substitute,
+    CudaAtLeast,
+    Device,
+    OptionIs,
+    Platform,
+    Predicate,
+    QuantIs,
+    Unknown,
+    conj,
+    disj,
+    flip_op,
+    neg,
+)
+from guardscan.results import Diagnostic
+
+__all__ = ["Vocabulary", "Resolved", "OptionModel", "looks_like_arch_guard"]
+
+_PLATFORM_NAMES = ("npu", "xpu", "hpu", "mps", "musa", "hip")
+_ARCH_WORDS = re.compile(
+    r"(sm_?\d{2,3}|capabilit|blackwell|hopper|ampere|device_sm|compute_cap|\bgfx\d|is_sm|cuda_version)",
+    re.IGNORECASE,
+)
+
+
+def looks_like_arch_guard(text: str) -> bool:
+    """Does this expression mention architecture words (so failing to resolve it matters)?"""
+    return bool(_ARCH_WORDS.search(text))
+
+
+@lru_cache(maxsize=200_000)
+def parse_expr(text: str) -> ast.expr | None:
+    try:
+        return ast.parse("(" + text + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+# -- abstract values -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PredV:
+    pred: Predicate
+
+
+@dataclass(frozen=True)
+class DevQ:
+    """A device quantity: cap (tuple), major, minor, sm (major*10+minor)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class CudaV:
+    """torch.version.cuda, as text or as a (major, minor) tuple."""
+
+
+@dataclass(frozen=True)
+class ConstV:
+    value: object
+
+
+@dataclass(frozen=True)
+class FuncV:
+    rel: str
+    qualname: str
+    bound: tuple[tuple[str, "Value"], ...] = ()
+    positional: tuple["Value", ...] = ()
+
+
+@dataclass(frozen=True)
+class ClassV:
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class InstanceV:
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class ModuleV:
+    name: str
+
+
+@dataclass(frozen=True)
+class OptV:
+    """The value of a backend option (by dest) or of an enum linked to it."""
+
+    dest: str
+
+
+@dataclass(frozen=True)
+class EnumMemberV:
+    values: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ExtV:
+    """A name from outside the tree (``torch.cuda...``, ``functools.partial``,
+    builtins), known only by its qualified name: never imported."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class UnkV:
+    reason: str
+
+
+Value = Union[PredV, DevQ, CudaV, ConstV, FuncV, ClassV, InstanceV, ModuleV, OptV, EnumMemberV,
+              ExtV, UnkV]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A guard expression's meaning and the definitions it was read from."""
+
+    predicate: Predicate
+    trail: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class OptionModel:
+    """What the vocabulary needs to know about options to recognise option tests.
+
+    ``dests``: option dest -> its choices; ``enum_predicates``: method name ->
+    (dest, values) for enum predicate methods (``is_flashinfer_trtllm``);
+    ``enum_members``: "Enum.MEMBER" -> value; ``enum_dests``: enum class name -> dest;
+    ``quantization``: the quantization option's dest, if any.
+    """
+
+    dests: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    enum_predicates: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    enum_members: dict[str, str] = field(default_factory=dict)
+    enum_dests: dict[str, str] = field(default_factory=dict)
+    quantization: str | None = None
+
+
+class _Cycle(Exception):
+    pass
+
+
+class Vocabulary:
+    """Resolve guard expressions of one tree to Predicates."""
+
+    def __init__(self, index: Index, options: OptionModel | None = None) -> None:
+        self.index = index
+        self.options = options or OptionModel()
+        self.diagnostics: list[Diagnostic] = []
+        self._func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[Value,
+                                                                                   tuple[tuple[str, int], ...]]] = {}
+        self._name_memo: dict[tuple[str, str], tuple[Value, tuple[tuple[str, int], ...]]] = {}
+        self._active: set[object] = set()
+        self._trail: list[tuple[str, int]] = []
+        self._reported: set[tuple[str, int, str]] = set()
+        self._module_cache: dict[str, dict[str, list[object]]] = {}
+
+    # -- public -----------------------------------------------------------------------
+    def predicate(self, text: str, rel: str, scope: str, line: int,
+                  report: bool = True) -> Resolved:
+        """The meaning of the expression ``text`` found in ``rel`` inside ``scope``."""
+        if text.startswith("<"):  # except / match clauses
+            return Resolved(Unknown(text.strip("<>")))
+        node = parse_expr(text)
+        if node is None:
+            return Resolved(Unknown(f"unparseable: {text[:60]}"))
+        self._trail = []
+        try:
+            value = self.eval(node, rel, scope, line, {})
+        except RecursionError:
+            value = UnkV("too deep")
+        pred = self.to_pred(value, node)
+        trail = tuple(dict.fromkeys(self._trail))
+        if report and looks_like_arch_guard(text) and _only_unknown(pred):
+            key = (rel, line, text)
+            if key not in self._reported:
+                self._reported.add(key)
+                reason = value.reason if isinstance(value, UnkV) else "not a device test"
+                self.diagnostics.append(Diagnostic(
+                    rel, line, "unresolved-guard",
+                    f"cannot resolve guard `{_short(text)}`: {reason}"))
+        return Resolved(pred, trail)
+
+    def module_symbol(self, module: str, name: str) -> Value:
+        rel = self.index.by_module.get(module)
+        if rel is None:
+            return UnkV(f"{module} not in tree")
+        return self.lookup(rel, "", name, 10**9)
+
+    # -- conversion ---------------------------------------------------------------
+    def to_pred(self, value: Value, node: ast.AST | None = None) -> Predicate:
+        if isinstance(value, PredV):
+            return value.pred
+        if isinstance(value, ConstV):
+            try:
+                return TRUE if value.value else FALSE
+            except Exception:
+                return Unknown("constant")
+        if isinstance(value, CudaV):
+            return Platform("cuda")  # torch.version.cuda is set only on CUDA builds
+        if isinstance(value, _PlatformValue):
+            return Platform(value.name)
+        text = _unparse(node) if node is not None else "?"
+        if isinstance(value, UnkV):
+            return Unknown(text)
+        if isinstance(value, (FuncV, ClassV, ModuleV)):
+            return TRUE  # a defined name is truthy
+        return Unknown(text)
+
+    # -- name resolution ---------------------------------------------------------
+    def _module_table(self, rel: str) -> dict[str, list[object]]:
+        table = self._module_cache.get(rel)
+        if table is not None:
+            return table
+        facts = self.index.facts(rel)
+        table = {}
+        if facts is not None:
+            for assign in facts.assigns:
+                if assign.scope:
+                    continue
+                for target in assign.targets:
+                    for name in _target_names(target):
+                        table.setdefault(name, []).append(assign)
+            for func in facts.functions:
+                if not func.scope:
+                    table.setdefault(func.name, []).append(func)
+            for cls in facts.classes:
+                if not cls.scope:
+                    table.setdefault(cls.qualname, []).append(cls)
+            for imp in facts.imports:
+                if not imp.scope:
+                    table.setdefault(imp.local, []).append(imp)
+        self._module_cache[rel] = table
+        return table
+
+    def lookup(self, rel: str, scope: str, name: str, line: int) -> Value:
+        facts = self.index.facts(rel)
+        if facts is None:
+            return UnkV(f"{rel} not analysed")
+        # local scopes, innermost first (class bodies do not enclose methods)
+        scopes = _enclosing_scopes(scope, facts)
+        for sc in scopes:
+            local = self._lookup_local(facts, rel, sc, name, line)
+            if local is not None:
+                return local
+        key = (rel, name)
+        if key in self._name_memo:
+            value, trail = self._name_memo[key]
+            self._trail.extend(trail)
+            return value
+        if key in self._active:
+            return UnkV(f"cyclic definition of {name}")
+        self._active.add(key)
+        mark = len(self._trail)
+        try:
+            value = self._lookup_module(facts, rel, name)
+        finally:
+            self._active.discard(key)
+        self._name_memo[key] = (value, tuple(self._trail[mark:]))
+        return value
+
+    def _lookup_local(self, facts: FileFacts, rel: str, scope: str, name: str,
+                      line: int) -> Value | None:
+        if not scope:
+            return None
+        best: AssignFact | None = None
+        for assign in facts.assigns:
+            if assign.scope == scope and assign.line < line and any(
+                name in _target_names(t) for t in assign.targets
+            ):
+                if best is None or assign.line > best.line:
+                    if assign.path and not self._reachable_on_nvidia(facts, rel, scope, assign):
+                        continue  # assigned only on another platform (ROCm, XPU, NPU...)
+                    best = assign
+        for imp in facts.imports:
+            if imp.scope == scope and imp.local == name and imp.line < line:
+                if best is None or imp.line > best.line:
+                    return self._import_value(imp.module, imp.name, rel, imp.line)
+        if best is not None:
+            return self._assign_value(facts, rel, best, name)
+        for func in facts.functions:
+            if func.qualname == scope and name in func.params:
+                return UnkV(f"parameter {name}")
+        for func in facts.functions:
+            if func.scope == scope and func.name == name:
+                return FuncV(rel, func.qualname)
+        return None
+
+    def _reachable_on_nvidia(self, facts: FileFacts, rel: str, scope: str,
+                             assign: AssignFact) -> bool:
+        """False when the assignment's path needs a non-NVIDIA platform."""
+        key = ("reach", rel, assign.line)
+        if key in self._active:
+            return True
+        self._active.add(key)
+        try:
+            cond = self._path_pred(facts, rel, scope, assign.path, assign.line)
+        finally:
+            self._active.discard(key)
+        return on_nvidia(cond) is not Tri.FALSE
+
+    def _lookup_module(self, facts: FileFacts, rel: str, name: str) -> Value:
+        entries = self._module_table(rel).get(name, [])
+        if not entries:
+            star = [i for i in facts.imports if i.local == "*" and not i.scope]
+            for imp in star:
+                target = self.index.by_module.get(imp.module)
+                if target is not None and target != rel:
+                    if name in self._module_table(target) or self._star_has(target, name, 3):
+                        return self.lookup(target, "", name, 10**9)
+            if name in _BUILTINS:
+                return ExtV(f"builtins.{name}")
+            return UnkV(f"{name} is not defined in {facts.module}")
+        # prefer unconditional definitions; combine conditional boolean ones
+        values: list[tuple[tuple[int, ...], Value]] = []
+        for entry in entries:
+            path = getattr(entry, "path", ())
+            if isinstance(entry, AssignFact):
+                values.append((path, self._assign_value(facts, rel, entry, name)))
+            elif isinstance(entry, FunctionFact):
+                self._trail.append((rel, entry.line))
+                values.append((path, FuncV(rel, entry.qualname)))
+            elif hasattr(entry, "bases"):
+                values.append((path, ClassV(rel, entry.qualname)))  # type: ignore[attr-defined]
+            else:  # ImportFact
+                values.append((path, self._import_value(entry.module, entry.name,  # type: ignore[attr-defined]
+                                                        rel, entry.line)))  # type: ignore[attr-defined]
+        unconditional = [v for p, v in values if not p]
+        if len(values) == 1:
+            return values[0][1]
+        if all(isinstance(v, PredV) for _, v in values):
+            parts = []
+            for path, v in values:
+                cond = self._path_pred(facts, rel, "", path, 10**9)
+                parts.append(conj(cond, v.pred))  # type: ignore[union-attr]
+            return PredV(disj(*parts))
+        if unconditional:
+            return unconditional[-1]
+        return UnkV(f"{name} is bound under conditions")
+
+    def _star_has(self, rel: str, name: str, depth: int) -> bool:
+        if depth <= 0:
+            return False
+        facts = self.index.facts(rel)
+        if facts is None:
+            return False
+        for imp in facts.imports:
+            if imp.local == "*" and not imp.scope:
+                target = self.index.by_module.get(imp.module)
+                if target and (name in self._module_table(target)
+                               or self._star_has(target, name, depth - 1)):
+                    return True
+        return False
+
+    def _import_value(self, module: str, name: str | None, rel: str, line: int) -> Value:
+        self._trail.append((rel, line))
+        if name is None:
+            if module in self.index.by_module or any(
+                    m.startswith(module + ".") for m in self.index.by_module):
+                return ModuleV(module)
+            return ExtV(module)
+        submodule = f"{module}.{name}"
+        if submodule in self.index.by_module:
+            return ModuleV(submodule)
+        target = self.index.by_module.get(module)
+        if target is None:
+            return ExtV(submodule)
+        return self.lookup(target, "", name, 10**9)
+
+    def _assign_value(self, facts: FileFacts, rel: str, assign: AssignFact, name: str) -> Value:
+        self._trail.append((rel, assign.line))
+        node = parse_expr(assign.value) if assign.value else None
+        if node is None:
+            return UnkV(f"{name} has no readable value")
+        value = self.eval(node, rel, assign.scope, assign.line, {})
+        for target in assign.targets:
+            names = _target_names(target)
+            if name in names and len(names) > 1:
+                return _unpack(value, names.index(name))
+        return value
+
+    def _path_pred(self, facts: FileFacts, rel: str, scope: str, path: tuple[int, ...],
+                   line: int, env: Mapping[str, Value] | None = None) -> Predicate:
+        parts: list[Predicate] = []
+        for signed in path:
+            cond = facts.cond(signed)
+            if cond.kind == "except":
+                parts.append(Unknown(cond.text.strip("<>")))
+                continue
+            node = parse_expr(cond.text)
+            if node is None:
+                parts.append(Unknown(cond.text))
+                continue
+            value = self.eval(node, rel, scope, cond.line, dict(env or {}))
+            pred = self.to_pred(value, node)
+            parts.append(pred if signed > 0 else neg(pred))
+        return conj(*parts)
+
+    # -- function interpretation -------------------------------------------------------
+    def call_value(self, callee: Value) -> Value:
+        """Call a function value with no arguments (a probe, a partial, a cached helper)."""
+        if isinstance(callee, FuncV):
+            return self.call_function(callee, [], {})
+        if isinstance(callee, _Wrapper):
+            applied = callee.apply([], {})
+            if isinstance(applied, FuncV):
+                return self.call_function(applied, [], {})
+            return applied
+        return UnkV("not callable")
+
+    def call_function(self, func: FuncV, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        facts = self.index.facts(func.rel)
+        if facts is None:
+            return UnkV("function's file not analysed")
+        fdef = next((f for f in facts.functions if f.qualname == func.qualname), None)
+        if fdef is None:
+            return UnkV(f"no definition of {func.qualname}")
+        bindings: dict[str, Value] = {}
+        params = list(fdef.params)
+        if fdef.cls and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        for pname, default in fdef.defaults:
+            node = parse_expr(default)
+            if node is not None:
+                bindings[pname] = self.eval(node, func.rel, fdef.scope, fdef.line, {})
+        for pname, value in func.bound:
+            bindings[pname] = value
+        all_args = [*func.positional, *args]
+        for pname, value in zip(params, all_args):
+            bindings[pname] = value
+        bindings.update({k: v for k, v in kwargs.items() if k in fdef.params})
+        key_bindings = tuple(sorted((k, v) for k, v in bindings.items()
+                                    if not isinstance(v, UnkV)))
+        key = (func.rel, func.qualname, key_bindings)
+        if key in self._func_memo:
+            value, trail = self._func_memo[key]
+            self._trail.extend(trail)
+            return value
+        if key in self._active:
+            return UnkV(f"recursive call to {func.qualname}")
+        self._active.add(key)
+        mark = len(self._trail)
+        self._trail.append((func.rel, fdef.line))
+        try:
+            value = self._interpret(facts, func.rel, fdef, bindings)
+        finally:
+            self._active.discard(key)
+        self._func_memo[key] = (value, tuple(self._trail[mark:]))
+        return value
+
+    def _interpret(self, facts: FileFacts, rel: str, fdef: FunctionFact,
+                   bindings: dict[str, Value]) -> Value:
+        returns = [r for r in facts.returns if r.scope == fdef.qualname]
+        raises = [r for r in facts.raises if r.scope == fdef.qualname]
+        if not returns:
+            return UnkV(f"{fdef.name}() returns nothing readable")
+        results: list[tuple[Predicate, Value]] = []
+        for ret in returns:
+            node = parse_expr(ret.value) if ret.value else None
+            value: Value = self.eval(node, rel, fdef.qualname, ret.line, bindings) if node is not None \
+                else ConstV(None)
+            cond = self._path_pred(facts, rel, fdef.qualname, ret.path, ret.line, bindings)
+            results.append((cond, value))
+        del raises  # a raise leaves without a value; the remaining returns decide
+        if all(isinstance(v, (PredV, ConstV)) for _, v in results):
+            parts = [conj(c, self.to_pred(v)) for c, v in results]
+            return PredV(disj(*parts))
+        device = [v for _, v in results if isinstance(v, (DevQ, CudaV))]
+        if device and all(v == device[0] for v in device):
+            # the other returns are fallbacks (non-CUDA platforms, probing errors):
+            # on the NVIDIA devices we judge the function yields this quantity.
+            return device[0]
+        live = [(c, v) for c, v in results if c != FALSE]
+        if len(live) == 1:
+            return live[0][1]
+        kinds = {type(v).__name__ for _, v in results}
+        return UnkV(f"{fdef.name}() returns {'/'.join(sorted(kinds))}")
+
+    # -- expression evaluation ---------------------------------------------------------
+    def eval(self, node: ast.AST, rel: str, scope: str, line: int,
+             env: dict[str, Value]) -> Value:
+        method = getattr(self, f"_eval_{type(node).__name__}", None)
+        if method is None:
+            return UnkV(f"{type(node).__name__} expression")
+        result: Value = method(node, rel, scope, line, env)
+        return result
+
+    def _eval_Constant(self, node: ast.Constant, *_: object) -> Value:
+        return ConstV(node.value)
+
+    def _eval_Tuple(self, node: ast.Tuple, rel: str, scope: str, line: int,
+                    env: dict[str, Value]) -> Value:
+        items = [self.eval(e, rel, scope, line, env) for e in node.elts]
+        if items == [DevQ("major"), DevQ("minor")]:
+            return DevQ("cap")
+        if all(isinstance(i, ConstV) for i in items):
+            return ConstV(tuple(i.value for i in items))  # type: ignore[union-attr]
+        return UnkV("tuple of non-constants")
+
+    _eval_List = _eval_Tuple  # type: ignore[assignment]
+    _eval_Set = _eval_Tuple  # type: ignore[assignment]
+
+    def _eval_Name(self, node: ast.Name, rel: str, scope: str, line: int,
+                   env: dict[str, Value]) -> Value:
+        if node.id in env:
+            return env[node.id]
+        if node.id in ("True", "False", "None"):
+            return ConstV({"True": True, "False": False, "None": None}[node.id])
+        value = self.lookup(rel, scope, node.id, line)
+        if isinstance(value, UnkV) and node.id in self.options.dests:
+            return OptV(node.id)
+        return value
+
+    def _eval_NamedExpr(self, node: ast.NamedExpr, rel: str, scope: str, line: int,
+                        env: dict[str, Value]) -> Value:
+        return self.eval(node.value, rel, scope, line, env)
+
+    def _eval_Attribute(self, node: ast.Attribute, rel: str, scope: str, line: int,
+                        env: dict[str, Value]) -> Value:
+        attr = node.attr
+        if attr in self.options.dests:
+            return OptV(attr)
+        base = self.eval(node.value, rel, scope, line, env)
+        if isinstance(base, ExtV):
+            path = f"{base.path}.{attr}"
+            if path == "torch.version.cuda":
+                return CudaV()
+            if path == "torch.version.hip":
+                return _PlatformValue("hip")
+            for platform in _PLATFORM_NAMES:
+                if path == f"torch.version.{platform}":
+                    return _PlatformValue(platform)
+            return ExtV(path)
+        if isinstance(base, ModuleV):
+            target = self.index.by_module.get(base.name)
+            sub = f"{base.name}.{attr}"
+            if sub in self.index.by_module:
+                return ModuleV(sub)
+            if target is not None:
+                return self.lookup(target, "", attr, 10**9)
+            return UnkV(f"{sub} is outside the tree")
+        if isinstance(base, ClassV):
+            member = f"{base.qualname}.{attr}"
+            if member in self.options.enum_members:
+                return EnumMemberV(frozenset({self.options.enum_members[member]}))
+            short = f"{base.qualname.rsplit('.', 1)[-1]}.{attr}"
+            if short in self.options.enum_members:
+                return EnumMemberV(frozenset({self.options.enum_members[short]}))
+            return self._class_attr(base, attr)
+        if isinstance(base, InstanceV):
+            return self._instance_attr(base, attr, rel, line)
+        if isinstance(base, DevQ) and base.kind == "cap" and attr in ("major", "minor"):
+            return DevQ(attr)
+        if isinstance(base, OptV) and attr == "value":
+            return base
+        if isinstance(base, CudaV):
+            return base  # torch.version.cuda.split / .strip / ...
+        if isinstance(base, UnkV):
+            return UnkV(f"attribute .{attr} of unknown ({base.reason})")
+        return UnkV(f"attribute .{attr}")
+
+    def _class_attr(self, cls: ClassV, attr: str) -> Value:
+        facts = self.index.facts(cls.rel)
+        if facts is None:
+            return UnkV("class file not analysed")
+        for func in facts.functions:
+            if func.cls == cls.qualname and func.name == attr:
+                return FuncV(cls.rel, func.qualname)
+        for assign in facts.assigns:
+            if assign.scope == cls.qualname and attr in assign.targets:
+                return self._assign_value(facts, cls.rel, assign, attr)
+        return UnkV(f"{cls.qualname}.{attr} not found")
+
+    def _instance_attr(self, inst: InstanceV, attr: str, rel: str, line: int) -> Value:
+        """Attributes of an instance: methods/properties, or a ``__getattr__``
+        that reads a probe map ``{"is_sm100": "is_sm100_supported"}``."""
+        facts = self.index.facts(inst.rel)
+        if facts is None:
+            return UnkV("class file not analysed")
+        for func in facts.functions:
+            if func.cls == inst.qualname and func.name == attr:
+                if any(d.endswith("property") for d, _ in func.decorators):
+                    return self.call_function(FuncV(inst.rel, func.qualname), [], {})
+                return FuncV(inst.rel, func.qualname)
+        getattr_def = next((f for f in facts.functions
+                            if f.cls == inst.qualname and f.name == "__getattr__"), None)
+        if getattr_def is None:
+            return UnkV(f"{inst.qualname}.{attr} not found")
+        return self._probe_map_attr(facts, inst.rel, getattr_def, attr)
+
+    def _probe_map_attr(self, facts: FileFacts, rel: str, getattr_def: FunctionFact,
+                        attr: str) -> Value:
+        # dicts of str -> str named in __getattr__, and the module the probe is read from
+        scope = getattr_def.qualname
+        names_used = set()
+        module_of_probe: Value | None = None
+        for call in facts.calls:
+            if call.scope != scope:
+                continue
+            if call.func.endswith(".get") and "." in call.func:
+                names_used.add(call.func.rsplit(".", 1)[0])
+            if call.func == "getattr" and len(call.args) >= 2:
+                module_of_probe = self.lookup(rel, scope, call.args[0], call.line + 1)
+        for name in sorted(names_used):
+            table = self._module_table(rel).get(name, [])
+            for entry in table:
+                if not isinstance(entry, AssignFact):
+                    continue
+                node = parse_expr(entry.value)
+                if not isinstance(node, ast.Dict):
+                    continue
+                for key, val in zip(node.keys, node.values):
+                    if isinstance(key, ast.Constant) and key.value == attr and isinstance(
+                            val, ast.Constant) and isinstance(val.value, str):
+                        self._trail.append((rel, _node_line(entry, key)))
+                        probe_name = val.value
+                        if isinstance(module_of_probe, ModuleV):
+                            target = self.index.by_module.get(module_of_probe.name)
+                            probe = self.lookup(target, "", probe_name, 10**9) if target else \
+                                UnkV("probe module outside tree")
+                        else:
+                            probe = self.lookup(rel, "", probe_name, 10**9)
+                        return self.call_value(probe)
+        return UnkV(f"platform fact .{attr} not in a probe map")
+
+    def _eval_Subscript(self, node: ast.Subscript, rel: str, scope: str, line: int,
+                        env: dict[str, Value]) -> Value:
+        base = self.eval(node.value, rel, scope, line, env)
+        index = self.eval(node.slice, rel, scope, line, env)
+        if isinstance(base, DevQ) and base.kind == "cap" and isinstance(index, ConstV):
+            if index.value == 0:
+                return DevQ("major")
+            if index.value == 1:
+                return DevQ("minor")
+            if index.value == slice(None, 2, None):
+                return base
+        if isinstance(base, CudaV):
+            return base
+        if isinstance(base, ConstV) and isinstance(index, ConstV):
+            try:
+                return ConstV(base.value[index.value])  # type: ignore[index]
+            except Exception:
+                return UnkV("subscript")
+        return UnkV("subscript")
+
+    def _eval_Slice(self, node: ast.Slice, rel: str, scope: str, line: int,
+                    env: dict[str, Value]) -> Value:
+        parts = [self.eval(p, rel, scope, line, env) if p is not None else ConstV(None)
+                 for p in (node.lower, node.upper, node.step)]
+        if all(isinstance(p, ConstV) for p in parts):
+            return ConstV(slice(*(p.value for p in parts)))  # type: ignore[union-attr]
+        return UnkV("slice")
+
+    def _eval_BinOp(self, node: ast.BinOp, rel: str, scope: str, line: int,
+                    env: dict[str, Value]) -> Value:
+        left = self.eval(node.left, rel, scope, line, env)
+        right = self.eval(node.right, rel, scope, line, env)
+        if isinstance(left, DevQ) and left.kind == "sm" and isinstance(node.op, ast.FloorDiv) \
+                and right == ConstV(10):
+            return DevQ("major")
+        if isinstance(left, DevQ) and left.kind == "sm" and isinstance(node.op, ast.Mod) \
+                and right == ConstV(10):
+            return DevQ("minor")
+        if isinstance(node.op, ast.Add):
+            # major * 10 + minor
+            if _is_major_times_ten(node.left, left, self, rel, scope, line, env) and \
+                    right == DevQ("minor"):
+                return DevQ("sm")
+        if isinstance(node.op, ast.Mult) and left == DevQ("major") and right == ConstV(10):
+            return _MajorTimesTen()
+        if isinstance(left, _MajorTimesTen) and isinstance(node.op, ast.Add) and \
+                right == DevQ("minor"):
+            return DevQ("sm")
+        if isinstance(left, ConstV) and isinstance(right, ConstV):
+            try:
+                return ConstV(_BINOPS[type(node.op)](left.value, right.value))
+            except Exception:
+                return UnkV("arithmetic")
+        return UnkV("arithmetic")
+
+    def _eval_JoinedStr(self, node: ast.JoinedStr, rel: str, scope: str, line: int,
+                        env: dict[str, Value]) -> Value:
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue):
+                inner = self.eval(value.value, rel, scope, line, env)
+                parts.append(inner)
+        # f"{major}{minor}" is the SM number as text
+        devs = [p for p in parts if isinstance(p, DevQ)]
+        if [p for p in parts if not isinstance(p, str)] == [DevQ("major"), DevQ("minor")] and \
+                all(p == "" for p in parts if isinstance(p, str)):
+            return DevQ("sm_text")
+        if devs:
+            return UnkV("formatted device value")
+        if all(isinstance(p, str) for p in parts):
+            return ConstV("".join(p for p in parts if isinstance(p, str)))
+        return UnkV("formatted string")
+
+    def _eval_UnaryOp(self, node: ast.UnaryOp, rel: str, scope: str, line: int,
+                      env: dict[str, Value]) -> Value:
+        operand = self.eval(node.operand, rel, scope, line, env)
+        if isinstance(node.op, ast.Not):
+            if isinstance(operand, ConstV):
+                return ConstV(not operand.value)
+            return PredV(neg(self.to_pred(operand, node.operand)))
+        if isinstance(operand, ConstV) and isinstance(node.op, ast.USub):
+            try:
+                return ConstV(-operand.value)  # type: ignore[operator]
+            except Exception:
+                return UnkV("negation")
+        return UnkV("unary operation")
+
+    def _eval_BoolOp(self, node: ast.BoolOp, rel: str, scope: str, line: int,
+                     env: dict[str, Value]) -> Value:
+        values = [self.eval(v, rel, scope, line, env) for v in node.values]
+        if all(isinstance(v, ConstV) for v in values):
+            result = values[0]
+            for v in values[1:]:
+                cur = bool(result.value)  # type: ignore[union-attr]
+                if isinstance(node.op, ast.And):
+                    result = v if cur else result
+                else:
+                    result = result if cur else v
+            return result
+        preds = [self.to_pred(v, n) for v, n in zip(values, node.values)]
+        return PredV(conj(*preds) if isinstance(node.op, ast.And) else disj(*preds))
+
+    def _eval_IfExp(self, node: ast.IfExp, rel: str, scope: str, line: int,
+                    env: dict[str, Value]) -> Value:
+        test = self.to_pred(self.eval(node.test, rel, scope, line, env), node.test)
+        body = self.eval(node.body, rel, scope, line, env)
+        orelse = self.eval(node.orelse, rel, scope, line, env)
+        if test == TRUE:
+            return body
+        if test == FALSE:
+            return orelse
+        if body == orelse:
+            return body
+        if isinstance(body, (PredV, ConstV)) and isinstance(orelse, (PredV, ConstV)):
+            return PredV(disj(conj(test, self.to_pred(body)), conj(neg(test), self.to_pred(orelse))))
+        return UnkV("conditional value")
+
+    def _eval_Compare(self, node: ast.Compare, rel: str, scope: str, line: int,
+                      env: dict[str, Value]) -> Value:
+        parts: list[Predicate] = []
+        left_node = node.left
+        left = self.eval(left_node, rel, scope, line, env)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node, rel, scope, line, env)
+            parts.append(self._compare(left, _OPNAMES[type(op)], right, node))
+            left, left_node = right, right_node
+        if all(isinstance(p, Const) for p in parts):
+            return ConstV(all(p == TRUE for p in parts))
+        return PredV(conj(*parts))
+
+    def _compare(self, left: Value, op: str, right: Value, node: ast.AST) -> Predicate:
+        if isinstance(right, (DevQ, CudaV, OptV, _PlatformValue)) and not isinstance(
+                left, (DevQ, CudaV, OptV, _PlatformValue)):
+            left, right = right, left
+            op = flip_op(op)
+        if isinstance(left, CudaV) and isinstance(right, ConstV) and right.value is None:
+            pred = Platform("cuda")
+            return pred if op in ("is not", "!=") else neg(pred)
+        if isinstance(left, DevQ) and isinstance(right, ConstV):
+            return _device_compare(left.kind, op, right.value, node)
+        if isinstance(left, CudaV) and isinstance(right, ConstV):
+            return _cuda_compare(op, right.value, node)
+        if isinstance(left, _PlatformValue) and isinstance(right, ConstV) and right.value is None:
+            pred: Predicate = Platform(left.name)
+            return pred if op in ("is not", "!=") else neg(pred)
+        if isinstance(left, OptV):
+            values = _string_set(right)
+            if values is not None and op in ("==", "!=", "is", "is not", "in", "not in"):
+                pred = self._option_is(left.dest, values)
+                return neg(pred) if op in ("!=", "is not", "not in") else pred
+        if isinstance(left, ConstV) and isinstance(right, ConstV):
+            try:
+                return TRUE if _CMP[op](left.value, right.value) else FALSE
+            except Exception:
+                return Unknown(_unparse(node))
+        return Unknown(_unparse(node))
+
+    def _option_is(self, dest: str, values: frozenset[str]) -> Predicate:
+        if self.options.quantization and dest == self.options.quantization:
+            return QuantIs(values)
+        return OptionIs(dest, values)
+
+    def _eval_Call(self, node: ast.Call, rel: str, scope: str, line: int,
+                   env: dict[str, Value]) -> Value:
+        func_node = node.func
+        # enum predicate methods: x.is_flashinfer_trtllm()
+        if isinstance(func_node, ast.Attribute) and not node.args and \
+                func_node.attr in self.options.enum_predicates:
+            dest, values = self.options.enum_predicates[func_node.attr]
+            holder = _unparse(func_node.value)
+            for candidate in sorted(self.options.dests, key=len, reverse=True):
+                if candidate in holder and self.options.dests.get(candidate):
+                    if set(values) <= set(self.options.dests[candidate]) or True:
+                        dest = candidate
+                    break
+            return PredV(self._option_is(dest, values))
+        if isinstance(func_node, ast.Attribute) and func_node.attr in ("startswith", "endswith"):
+            base = self.eval(func_node.value, rel, scope, line, env)
+            if isinstance(base, OptV) and node.args:
+                arg = self.eval(node.args[0], rel, scope, line, env)
+                choices = self.options.dests.get(base.dest, ())
+                if isinstance(arg, ConstV) and isinstance(arg.value, (str, tuple)) and choices:
+                    prefixes = arg.value if isinstance(arg.value, tuple) else (arg.value,)
+                    test: Callable[[str], bool] = (
+                        (lambda c: c.startswith(prefixes)) if func_node.attr == "startswith"
+                        else (lambda c: c.endswith(prefixes)))
+                    return PredV(self._option_is(base.dest, frozenset(c for c in choices if test(c))))
+        callee = self.eval(func_node, rel, scope, line, env)
+        args = [self.eval(a, rel, scope, line, env) for a in node.args
+                if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.eval(k.value, rel, scope, line, env) for k in node.keywords if k.arg}
+        if isinstance(callee, ExtV):
+            return _external_call(callee.path, args, kwargs)
+        if isinstance(callee, FuncV):
+            return self.call_function(callee, args, kwargs)
+        if isinstance(callee, ClassV):
+            if callee.qualname in self.options.enum_dests and args and isinstance(args[0], OptV):
+                return args[0]
+            return InstanceV(callee.rel, callee.qualname)
+        if isinstance(callee, CudaV):
+            return callee
+        if isinstance(callee, _Wrapper):
+            applied = callee.apply(args, kwargs)
+            if isinstance(applied, FuncV) and callee.kind == "partial":
+                return self.call_function(applied, [], {})
+            return applied
+        if isinstance(callee, UnkV):
+            return callee
+        return UnkV("call of non-function")
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _PlatformValue:
+    """``torch.version.hip``-like: not None exactly on that platform."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class _MajorTimesTen:
+    pass
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """functools.partial / lru_cache / cache, applied lazily."""
+
+    kind: str
+    inner: Value | None = None
+    bound: tuple[tuple[str, Value], ...] = ()
+    positional: tuple[Value, ...] = ()
+
+    def apply(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        if self.kind == "decorator-factory":  # lru_cache(maxsize=1)(f)
+            return args[0] if args else UnkV("lru_cache() without function")
+        if self.kind == "partial":
+            inner = self.inner
+            if isinstance(inner, FuncV):
+                return FuncV(inner.rel, inner.qualname,
+                             tuple(sorted({**dict(inner.bound), **dict(self.bound),
+                                           **kwargs}.items())),
+                             (*inner.positional, *self.positional, *args))
+            return UnkV("partial of unknown function")
+        return UnkV("wrapper")
+
+
+_PlatformValue.__module__ = __name__
+
+
+_BUILTINS = frozenset({"hasattr", "tuple", "int", "list", "map", "bool", "getattr", "str",
+                       "float", "len", "isinstance", "any", "all", "min", "max", "set"})
+
+
+def _external_call(path: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    """Calls of names outside the tree, recognised by qualified name."""
+    if path == "torch" or path.startswith("torch."):
+        return _torch_call(path, args)
+    module, _, name = path.rpartition(".")
+    if module in ("functools", "builtins", "packaging.version", "cachetools"):
+        result = _builtin_call(name, args, kwargs)
+        if result is not None:
+            return result
+    return UnkV(f"{path}() is outside the tree")
+
+
+def _builtin_call(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    if name in ("lru_cache", "cache", "cached"):
+        if args and isinstance(args[0], FuncV):
+            return args[0]
+        return _Wrapper("decorator-factory")
+    if name == "partial":
+        if args:
+            return _Wrapper("partial", args[0], tuple(sorted(kwargs.items())), tuple(args[1:]))
+        return UnkV("partial()")
+    if name in ("tuple", "int", "list") and args:
+        if isinstance(args[0], (DevQ, CudaV)):
+            return args[0]
+        if isinstance(args[0], ConstV):
+            try:
+                return ConstV({"tuple": tuple, "int": int, "list": list}[name](args[0].value))
+            except Exception:
+                return UnkV(f"{name}()")
+    if name == "map" and len(args) == 2 and isinstance(args[1], CudaV):
+        return args[1]
+    if name == "getattr" and len(args) >= 2 and isinstance(args[0], ExtV) and isinstance(
+            args[1], ConstV):
+        return ExtV(f"{args[0].path}.{args[1].value}")
+    if name == "hasattr" and len(args) == 2 and isinstance(args[0], ExtV) and isinstance(
+            args[1], ConstV) and args[0].path == "torch":
+        if args[1].value in _PLATFORM_NAMES:
+            return PredV(Platform(str(args[1].value)))
+        if args[1].value == "cuda":
+            return ConstV(True)
+    if name in ("Version", "parse", "version_parse") and args and isinstance(args[0], CudaV):
+        return args[0]
+    if name in ("Version", "parse") and args and isinstance(args[0], ConstV):
+        return args[0]
+    if name == "bool" and args:
+        return args[0]
+    return None
+
+
+def _torch_call(path: str, args: list[Value]) -> Value:
+    if path.endswith("get_device_capability"):
+        return DevQ("cap")
+    if path == "torch.cuda.is_available":
+        return PredV(Platform("cuda_alike"))
+    for platform in _PLATFORM_NAMES:
+        if path == f"torch.{platform}.is_available":
+            return PredV(Platform(platform))
+    if path.startswith("torch.version.cuda"):
+        return CudaV()
+    return UnkV(f"{path}()")
+
+
+def _device_compare(kind: str, op: str, value: object, node: ast.AST) -> Predicate:
+    if op in ("is", "is not"):
+        return Unknown(_unparse(node))
+    if kind == "sm_text":
+        values = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
+        try:
+            ints = tuple(int(str(v)) for v in values)
+        except ValueError:
+            return Unknown(_unparse(node))
+        if op in ("in", "not in"):
+            return Device("sm", op, ints)
+        if op in ("==", "!="):
+            return Device("sm", op, ints[0])
+        return Unknown(_unparse(node))
+    if op in ("in", "not in"):
+        if isinstance(value, (tuple, list, set, frozenset)):
+            items = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            return Device(kind, op, tuple(sorted(items)))  # type: ignore[arg-type, type-var]
+        return Unknown(_unparse(node))
+    if kind == "cap":
+        if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+                isinstance(v, int) for v in value):
+            return Device("cap", op, (int(value[0]), int(value[1])))
+        if isinstance(value, (tuple, list)) and len(value) == 1:
+            return Device("major", op, int(value[0]))
+        return Unknown(_unparse(node))
+    if isinstance(value, bool) or not isinstance(value, int):
+        return Unknown(_unparse(node))
+    return Device(kind, op, value)
+
+
+def _cuda_compare(op: str, value: object, node: ast.AST) -> Predicate:
+    version: tuple[int, int] | None = None
+    if isinstance(value, str):
+        match = re.match(r"^(\d+)\.(\d+)", value)
+        if match:
+            version = (int(match.group(1)), int(match.group(2)))
+    elif isinstance(value, (tuple, list)) and len(value) >= 2 and all(
+            isinstance(v, int) for v in value[:2]):
+        version = (int(value[0]), int(value[1]))
+    if version is None:
+        return Unknown(_unparse(node))
+    if op == ">=":
+        return CudaAtLeast(version)
+    if op == ">":
+        return CudaAtLeast((version[0], version[1] + 1))
+    if op == "<":
+        return neg(CudaAtLeast(version))
+    if op == "<=":
+        return neg(CudaAtLeast((version[0], version[1] + 1)))
+    return Unknown(_unparse(node))
+
+
+def _string_set(value: Value) -> frozenset[str] | None:
+    if isinstance(value, EnumMemberV):
+        return value.values
+    if isinstance(value, ConstV):
+        if isinstance(value.value, str):
+            return frozenset({value.value})
+        if isinstance(value.value, (tuple, list, set, frozenset)) and all(
+                isinstance(v, str) for v in value.value):
+            return frozenset(value.value)
+    return None
+
+
+def _unpack(value: Value, index: int) -> Value:
+    if isinstance(value, DevQ) and value.kind == "cap":
+        return DevQ("major") if index == 0 else DevQ("minor") if index == 1 else UnkV("unpack")
+    if isinstance(value, ConstV) and isinstance(value.value, (tuple, list)):
+        try:
+            return ConstV(value.value[index])
+        except IndexError:
+            return UnkV("unpack")
+    return UnkV("unpacked value")
+
+
+def _target_names(target: str) -> list[str]:
+    text = target.strip().strip("()[]")
+    if "," in text:
+        return [t.strip().strip("()[]*") for t in text.split(",") if t.strip()]
+    return [text]
+
+
+def _enclosing_scopes(scope: str, facts: FileFacts) -> list[str]:
+    scopes = []
+    classes = {c.qualname for c in facts.classes}
+    current = scope
+    while current:
+        if current not in classes:
+            scopes.append(current)
+        current = current.rpartition(".")[0]
+    return scopes
+
+
+def _is_major_times_ten(node: ast.AST, value: Value, vocab: Vocabulary, rel: str, scope: str,
+                        line: int, env: dict[str, Value]) -> bool:
+    return isinstance(value, _MajorTimesTen)
+
+
+def _node_line(entry: AssignFact, key: ast.AST) -> int:
+    return entry.line + getattr(key, "lineno", 1) - 1
+
+
+def _unparse(node: ast.AST | None) -> str:
+    if node is None:
+        return "?"
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return "?"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def on_nvidia(pred: Predicate) -> Tri:
+    """Evaluate only the platform part of ``pred`` for an NVIDIA CUDA device."""
+    def platform_only(atom: Predicate) -> Predicate | None:
+        if isinstance(atom, Platform):
+            return TRUE if atom.name in ("cuda", "cuda_alike") else FALSE
+        return None
+    return substitute(pred, platform_only).evaluate(Context())
+
+
+def _only_unknown(pred: Predicate) -> bool:
+    from guardscan.predicate import atoms
+    return all(isinstance(a, (Unknown, OptionIs, QuantIs, Const)) for a in atoms(pred))
+
+
+_OPNAMES = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+            ast.GtE: ">=", ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+_CMP: dict[str, Callable[[object, object], bool]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,  # type: ignore[operator]
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,  # type: ignore[operator]
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,  # type: ignore[operator]
+    "is": lambda a, b: a is b, "is not": lambda a, b: a is not b,
+}
+_BINOPS: dict[type, Callable[[object, object], object]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,  # type: ignore[operator]
+    ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,  # type: ignore[operator]
+    ast.Mod: lambda a, b: a % b,  # type: ignore[operator]
+}

@@ -1,0 +1,50 @@
+"""Shared fixtures: real releases (downloaded once, cached across runs) and a
+throwaway cache directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import realtrees
+
+from guardscan.acquire import SourceTree
+
+# Tests using these fixtures read real release wheels; they get the `real`
+# marker automatically so `pytest -m "not real"` stays fast and offline.
+_REAL_FIXTURES = frozenset({"sglang_059", "sglang_0523", "flashinfer_063", "flashinfer_072"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _REAL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real)
+
+
+@pytest.fixture(scope="session")
+def sglang_059() -> SourceTree:
+    return realtrees.sglang_tree("0.5.9")
+
+
+@pytest.fixture(scope="session")
+def sglang_0523() -> SourceTree:
+    return realtrees.sglang_tree("0.5.23")
+
+
+@pytest.fixture(scope="session")
+def flashinfer_063() -> SourceTree:
+    return realtrees.flashinfer_tree("0.6.3")
+
+
+@pytest.fixture(scope="session")
+def flashinfer_072() -> SourceTree:
+    return realtrees.flashinfer_tree("0.7.2")
+
+
+@pytest.fixture
+def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache dir, also set as ``$GUARDSCAN_CACHE_DIR`` so code that
+    uses the default cache never touches the user's."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GUARDSCAN_CACHE_DIR", str(cache))
+    return cache
