@@ -299,20 +299,32 @@ class Vocabulary:
                       line: int) -> Value | None:
         if not scope:
             return None
-        best: AssignFact | None = None
-        for assign in facts.assigns:
-            if assign.scope == scope and assign.line < line and any(
-                name in _target_names(t) for t in assign.targets
-            ):
-                if best is None or assign.line > best.line:
-                    if assign.path and not self._reachable_on_nvidia(facts, rel, scope, assign):
-                        continue  # assigned only on another platform (ROCm, XPU, NPU...)
-                    best = assign
+        candidates = sorted(
+            (a for a in facts.assigns
+             if a.scope == scope and a.line < line
+             and any(name in _target_names(t) for t in a.targets)),
+            key=lambda a: a.line, reverse=True)
+        candidates = [a for a in candidates
+                      if not a.path or self._reachable_on_nvidia(facts, rel, scope, a)]
+        best = candidates[0] if candidates else None
         for imp in facts.imports:
             if imp.scope == scope and imp.local == name and imp.line < line:
                 if best is None or imp.line > best.line:
                     return self._import_value(imp.module, imp.name, rel, imp.line)
         if best is not None:
+            # if/else branches that each assign the name: combine them
+            group = [best]
+            for other in candidates[1:]:
+                if all(_exclusive(other.path, g.path) for g in group):
+                    group.append(other)
+                else:
+                    break
+            if len(group) > 1:
+                values = [self._assign_value(facts, rel, g, name) for g in group]
+                if all(isinstance(v, (PredV, ConstV)) for v in values):
+                    parts = [conj(self._path_pred(facts, rel, scope, g.path, g.line),
+                                  self.to_pred(v)) for g, v in zip(group, values)]
+                    return PredV(disj(*parts))
             return self._assign_value(facts, rel, best, name)
         for func in facts.functions:
             if func.qualname == scope and name in func.params:
@@ -1052,6 +1064,11 @@ def _unpack(value: Value, index: int) -> Value:
         except IndexError:
             return UnkV("unpack")
     return UnkV("unpacked value")
+
+
+def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Two paths that cannot both hold (one took a branch the other did not)."""
+    return any(-i in b for i in a)
 
 
 def _target_names(target: str) -> list[str]:

@@ -72,8 +72,7 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _terminates(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, (ast.Raise, ast.Return, ast.Continue, ast.Break))
+FALLS, RAISES, LEAVES = 0, 1, 2
 
 
 class _Extractor:
@@ -127,91 +126,102 @@ class _Extractor:
         return ".".join([*base, module] if module else base)
 
     # -- walking -----------------------------------------------------------------
-    def block(self, stmts: list[ast.stmt], scope: str, path: CondPath) -> bool:
-        """Walk a statement list; True when it always leaves (raise/return/...)."""
+    def block(self, stmts: list[ast.stmt], scope: str, path: CondPath) -> int:
+        """Walk a statement list; say how it ends: FALLS, RAISES (always) or LEAVES
+        (always, possibly by return/break/continue).
+
+        After ``if c: return`` the rest of the block runs only when ``not c``, so
+        its path gains ``-c``. After ``if c: raise`` it does not: whether or not
+        that raise fires, a gate further down is still a reason to fail.
+        """
         current = path
         for stmt in stmts:
             if isinstance(stmt, ast.If):
                 self.collect_calls([stmt.test], scope, current)
                 index = self.add_cond(self.text(stmt.test), stmt.test.lineno, scope)
-                body_leaves = self.block(stmt.body, scope, (*current, index))
-                else_leaves = self.block(stmt.orelse, scope, (*current, -index))
-                if body_leaves and else_leaves:
-                    return True
-                if body_leaves:
+                body_ends = self.block(stmt.body, scope, (*current, index))
+                else_ends = self.block(stmt.orelse, scope, (*current, -index))
+                if body_ends and else_ends:
+                    return max(body_ends, else_ends)
+                if body_ends == LEAVES:
                     current = (*current, -index)
-                elif else_leaves and stmt.orelse:
+                elif else_ends == LEAVES and stmt.orelse:
                     current = (*current, index)
                 continue
-            if self.statement(stmt, scope, current):
-                return True
-        return False
+            ends = self.statement(stmt, scope, current)
+            if ends:
+                return ends
+        return FALLS
 
-    def statement(self, stmt: ast.stmt, scope: str, path: CondPath) -> bool:
+    def statement(self, stmt: ast.stmt, scope: str, path: CondPath) -> int:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.function(stmt, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, ast.ClassDef):
             self.klass(stmt, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.import_(stmt, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self.assign(stmt, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, ast.Raise):
             self.collect_calls([stmt.exc, stmt.cause], scope, path)
             self.raises.append(RaiseFact(scope, self.text(stmt.exc, 600), stmt.lineno, path))
-            return True
+            return RAISES
         if isinstance(stmt, ast.Assert):
             self.collect_calls([stmt.test, stmt.msg], scope, path)
             self.asserts.append(
                 AssertFact(scope, self.text(stmt.test), self.text(stmt.msg, 600), stmt.lineno, path)
             )
-            return False
+            return FALLS
         if isinstance(stmt, ast.Return):
             self.collect_calls([stmt.value], scope, path)
             self.returns.append(ReturnFact(scope, self.text(stmt.value, MAX_ARG_TEXT), stmt.lineno,
                                            path))
-            return True
+            return LEAVES
         if isinstance(stmt, (ast.Continue, ast.Break)):
-            return True
+            return LEAVES
         if isinstance(stmt, ast.While):
             self.collect_calls([stmt.test], scope, path)
             index = self.add_cond(self.text(stmt.test), stmt.test.lineno, scope, "while")
             self.block(stmt.body, scope, (*path, index))
             self.block(stmt.orelse, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.collect_calls([stmt.iter], scope, path)
             self.block(stmt.body, scope, path)
             self.block(stmt.orelse, scope, path)
-            return False
+            return FALLS
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             self.collect_calls([item.context_expr for item in stmt.items], scope, path)
             return self.block(stmt.body, scope, path)
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             try_stmt: ast.Try = stmt  # type: ignore[assignment]
-            body_leaves = self.block(try_stmt.body, scope, path)
-            handlers_leave = True
+            body_ends = self.block(try_stmt.body, scope, path)
+            handler_ends = [RAISES]
             for handler in try_stmt.handlers:
                 caught = self.text(handler.type) if handler.type is not None else "BaseException"
                 index = self.add_cond(f"<except {caught}>", handler.lineno, scope, "except")
-                handlers_leave = self.block(handler.body, scope, (*path, index)) and handlers_leave
+                handler_ends.append(self.block(handler.body, scope, (*path, index)))
             self.block(try_stmt.orelse, scope, path)
-            final_leaves = self.block(try_stmt.finalbody, scope, path)
-            return final_leaves or (body_leaves and handlers_leave and bool(try_stmt.handlers))
+            final_ends = self.block(try_stmt.finalbody, scope, path)
+            if final_ends:
+                return final_ends
+            if body_ends and all(handler_ends) and try_stmt.handlers:
+                return max(body_ends, *handler_ends)
+            return FALLS
         if isinstance(stmt, ast.Match):
             self.collect_calls([stmt.subject], scope, path)
             for case in stmt.cases:
                 index = self.add_cond(f"<match {self.text(case.pattern, 200)}>",
                                       case.pattern.lineno, scope, "match")
                 self.block(case.body, scope, (*path, index))
-            return False
+            return FALLS
         # Expr, Delete, Global, Pass, ...
         self.collect_calls([stmt], scope, path)
-        return False
+        return FALLS
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, path: CondPath,
                  ) -> None:

@@ -1,0 +1,231 @@
+"""Command line: ``guardscan [TARGET] --arch sm120`` and ``guardscan explain CHOICE ...``.
+
+Exit codes (``results.ExitCode``): 0 the scan ran; 1 ``--fail-on`` matched a
+verdict; 2 bad usage or an unusable target (one line on stderr); 3 an internal
+error (one line; set GUARDSCAN_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import IO
+
+from guardscan import __version__
+from guardscan.acquire import AcquireError
+from guardscan.arch import ArchError, parse_arch_list
+from guardscan.results import ExitCode
+
+__all__ = ["main", "build_parser"]
+
+_TARGET_HELP = (
+    "what to scan: an SGLang checkout (repo root or the sglang package dir), a wheel "
+    "file, or a requirement spec such as sglang==0.5.9 (downloaded once with pip "
+    "--no-deps --only-binary=:all:, never built or imported). Default: the installed "
+    "sglang, found without importing it.")
+
+_EPILOG = """\
+examples:
+  guardscan sglang==0.5.9 --arch sm120
+  guardscan /path/to/sglang --arch "RTX PRO 6000" --option --moe-runner-backend
+  guardscan sglang==0.5.23 --arch B200,H100 --quantization modelopt_fp4 --format json
+  guardscan explain flashinfer_trtllm --option --moe-runner-backend --arch sm120 sglang==0.5.9
+
+verdicts:
+  blocked      SGLang itself rejects the choice on that arch (a gate raises)
+  unsupported  accepted, but a kernel on its path does not run on that arch
+  supported    positive evidence it runs there, and nothing blocks
+  unknown      no architecture evidence either way (safe to try, no promise)
+
+exit codes: 0 scan done, 1 --fail-on matched, 2 bad usage or unusable target,
+3 internal error.
+"""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?", default=None, help=_TARGET_HELP)
+    parser.add_argument(
+        "--arch", action="append", metavar="ARCH",
+        help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
+             "'RTX PRO 6000', GB10), or 'all'; repeatable and comma-separated "
+             "(default: all = sm80 sm86 sm89 sm90 sm100 sm103 sm110 sm120 sm121)")
+    parser.add_argument(
+        "--quantization", metavar="METHOD",
+        help="judge choices as they run under this --quantization method of the scanned "
+             "SGLang (its gates count, other methods' do not)")
+    parser.add_argument("--no-kernels", action="store_true",
+                        help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
+    parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
+                        help="kernel library to pair with (default: the version the target "
+                             "pins, else the installed flashinfer)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="cache for downloads and parsed facts (default: "
+                             "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
+                             "~/.cache/guardscan)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write cached per-file facts")
+    parser.add_argument("--offline", action="store_true",
+                        help="never call pip; use cached wheels only")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="guardscan",
+        description="Which SGLang backend choices run on which NVIDIA GPU architecture, "
+                    "answered from source text alone, before any GPU launch. "
+                    "Subcommand: 'guardscan explain CHOICE ...' prints one evidence chain.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(parser)
+    parser.add_argument("--option", action="append", metavar="FLAG",
+                        help="only this backend option (e.g. --moe-runner-backend); "
+                             "repeatable (default: every --*-backend option)")
+    parser.add_argument("--format", default="text",
+                        choices=["text", "json", "sarif", "markdown"],
+                        help="output format (default: text)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE",
+                        help="write the report here instead of stdout")
+    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
+                        choices=["blocked", "unsupported", "unknown", "supported"],
+                        help="exit 1 when any judged choice has this verdict (for pre-flight "
+                             "checks and hooks); repeatable")
+    parser.add_argument("--graph", type=Path, metavar="FILE",
+                        help="also write the support graph (.json node-link, .graphml, .dot)")
+    parser.add_argument("--version", action="version", version=f"guardscan {__version__}")
+    return parser
+
+
+def build_explain_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="guardscan explain",
+        description="Print the evidence chain for one choice on one architecture, one hop "
+                    "per line with path:line, from the option to the deciding fact.")
+    parser.add_argument("choice", help="the backend choice, e.g. flashinfer_trtllm")
+    parser.add_argument("--option", metavar="FLAG",
+                        help="the option it belongs to (needed when several options offer "
+                             "the same choice)")
+    _common(parser)
+    return parser
+
+
+class UsageError(Exception):
+    pass
+
+
+def _progress(quiet: bool, stream: IO[str]):  # type: ignore[no-untyped-def]
+    if quiet or not stream.isatty():
+        return None
+
+    def say(message: str) -> None:
+        stream.write(f"\rguardscan: {message}...\033[K")
+        stream.flush()
+
+    return say
+
+
+def _scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from guardscan.scan import ScanOptions
+
+    try:
+        archs = parse_arch_list(args.arch)
+    except ArchError as exc:
+        raise UsageError(str(exc)) from None
+    return ScanOptions(
+        target=args.target,
+        archs=archs,
+        quantization=args.quantization,
+        options=getattr(args, "option_list", None),
+        kernels=not args.no_kernels,
+        flashinfer=args.flashinfer,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        offline=args.offline,
+        progress=_progress(args.quiet, sys.stderr),
+    )
+
+
+def _run_scan(argv: list[str]) -> int:
+    from guardscan.report import render
+    from guardscan.scan import analyse
+
+    args = build_parser().parse_args(argv)
+    args.option_list = args.option
+    opts = _scan_options(args)
+    analysis = analyse(opts)
+    _clear_progress(opts.progress)
+    result = analysis.result
+    if args.output:
+        try:
+            with args.output.open("w", encoding="utf-8") as stream:
+                render(result, stream, args.format)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    else:
+        render(result, sys.stdout, args.format)
+    if args.graph:
+        from guardscan.graph import build_graph, write_graph
+
+        write_graph(build_graph(analysis), args.graph)
+    if args.fail_on:
+        wanted = set(args.fail_on)
+        if any(b.verdict.value in wanted for b in result.backends):
+            return ExitCode.FOUND
+    return ExitCode.OK
+
+
+def _run_explain(argv: list[str]) -> int:
+    from guardscan.explain import explain
+    from guardscan.scan import analyse
+
+    args = build_explain_parser().parse_args(argv)
+    args.option_list = [args.option] if args.option else None
+    opts = _scan_options(args)
+    analysis = analyse(opts)
+    _clear_progress(opts.progress)
+    return explain(analysis, args.choice, args.option, sys.stdout)
+
+
+def _clear_progress(progress: object) -> None:
+    if progress is not None:
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def _glue_option_values(argv: list[str]) -> list[str]:
+    """Let ``--option --moe-runner-backend`` through: argparse would read the value
+    as a flag of its own."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--option" and i + 1 < len(argv):
+            out.append(f"--option={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = _glue_option_values(list(sys.argv[1:] if argv is None else argv))
+    try:
+        if argv and argv[0] == "explain":
+            return _run_explain(argv[1:])
+        return _run_scan(argv)
+    except (AcquireError, UsageError) as exc:
+        print(f"guardscan: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        print("guardscan: interrupted", file=sys.stderr)
+        return ExitCode.USAGE
+    except BrokenPipeError:
+        return ExitCode.OK
+    except Exception as exc:  # a bug in guardscan, never the user's input
+        if os.environ.get("GUARDSCAN_DEBUG"):
+            traceback.print_exc()
+        print(f"guardscan: internal error: {type(exc).__name__}: {exc} "
+              "(set GUARDSCAN_DEBUG=1 for the traceback)", file=sys.stderr)
+        return ExitCode.INTERNAL

@@ -1,0 +1,539 @@
+"""link: which code runs when a backend choice is set, and the guards found there.
+
+Findings are collected once for the whole tree, then judged per (choice, arch)
+by ``verdict``. A finding is a guard with the condition under which it acts,
+already translated to a Predicate by the vocabulary, so the condition says both
+*which choice* it is about (``OptionIs`` atoms) and *which devices* (``Device``
+atoms). The kinds, one recogniser each:
+
+- ``gate``: a ``raise`` or failing ``assert`` whose path mentions the option and
+  the device (``if backend == "x" and not is_sm100_supported(): raise``), found
+  directly, inside a function registered for the choice
+  (``@register_attention_backend("fa3")``), or one or two calls away from code
+  that runs only for the choice.
+- ``default``: the option is assigned a choice under a device condition
+  (``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``):
+  ``auto`` resolves to that choice there.
+- ``select``: a device test in the choice's code that picks between two
+  implementations and raises in neither branch. It makes no support claim
+  (``if is_sm120_supported(): from flashinfer import fp4_quantize``).
+- ``quant-gate``: a gate in a quantization method's own code, or the loader's
+  ``capability < quant_config.get_min_capability()`` check read through each
+  method's config class.
+- ``kernel-call``: a call into the kernel library from the choice's code, for
+  the kernels stage to judge.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from guardscan.index import Index
+from guardscan.index.facts import CallFact, FileFacts
+from guardscan.predicate import (
+    Const,
+    Device,
+    OptionIs,
+    Predicate,
+    QuantIs,
+    atoms,
+    conj,
+    mentions_device,
+    neg,
+)
+from guardscan.results import Diagnostic, OptionInfo
+from guardscan.vocabulary import (
+    ClassV,
+    ConstV,
+    EnumMemberV,
+    ExtV,
+    FuncV,
+    OptionModel,
+    Vocabulary,
+    parse_expr,
+)
+
+__all__ = ["Hop", "Finding", "KernelCall", "Links", "collect_links", "option_model"]
+
+#: How many calls away from a choice's own code a gate still counts.
+FOLLOW_DEPTH = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """A line on the way from the choice to the finding."""
+
+    rel: str
+    line: int
+    role: str  # link | call | guard | gate | select | default | import | kernel
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: str  # gate | default | select | quant-gate
+    rel: str
+    line: int
+    condition: Predicate
+    hops: tuple[Hop, ...] = ()
+    choice: str | None = None  # for defaults: the choice assigned
+    option: str | None = None  # the dest this finding is about (None: any)
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCall:
+    option: str
+    condition: Predicate
+    target: str  # qualified name outside the tree, e.g. flashinfer.fused_moe.trtllm_fp4_block_scale_moe
+    rel: str
+    line: int
+    hops: tuple[Hop, ...] = ()
+
+
+@dataclass
+class Links:
+    findings: list[Finding] = field(default_factory=list)
+    kernel_calls: list[KernelCall] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    quant_methods: dict[str, tuple[str, int]] = field(default_factory=dict)  # method -> class site
+
+
+def option_model(options: Iterable[OptionInfo], enums: Iterable[object],
+                 quantization: OptionInfo | None) -> OptionModel:
+    """What the vocabulary needs to recognise option tests, from the catalog."""
+    model = OptionModel()
+    for opt in options:
+        model.dests[opt.dest] = opt.choices
+    if quantization is not None:
+        model.dests[quantization.dest] = quantization.choices
+        model.quantization = quantization.dest
+    for enum in enums:
+        dests = tuple(getattr(enum, "option_dests", ()))
+        if not dests:
+            continue
+        primary = min(dests, key=len)
+        qualname = str(getattr(enum, "qualname"))
+        model.enum_dests[qualname.rsplit(".", 1)[-1]] = primary
+        model.enum_dests[qualname] = primary
+        for member, value in getattr(enum, "members"):
+            model.enum_members[f"{qualname.rsplit('.', 1)[-1]}.{member}"] = value
+        for method, values in getattr(enum, "predicates"):
+            model.enum_predicates[method] = (primary, frozenset(values))
+    return model
+
+
+def _option_atoms(pred: Predicate) -> list[OptionIs]:
+    return [a for a in atoms(pred) if isinstance(a, OptionIs)]
+
+
+def _dest_tokens(dest: str) -> set[str]:
+    return {t for t in dest.split("_") if t not in ("backend", "runner")} or {dest}
+
+
+class _Linker:
+    def __init__(self, index: Index, vocab: Vocabulary, options: list[OptionInfo],
+                 quantization: OptionInfo | None) -> None:
+        self.index = index
+        self.vocab = vocab
+        self.options = options
+        self.quantization = quantization
+        self.links = Links()
+        self.dests = {o.dest for o in options}
+        self._cond_memo: dict[tuple[str, int], Predicate] = {}
+        self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
+        self._followed: set[tuple[str, str, str]] = set()
+
+    # -- conditions ------------------------------------------------------------------
+    def cond(self, facts: FileFacts, signed: int, scope: str) -> Predicate:
+        key = (facts.rel, abs(signed))
+        pred = self._cond_memo.get(key)
+        if pred is None:
+            cond = facts.cond(signed)
+            resolved = self.vocab.predicate(cond.text, facts.rel, scope, cond.line)
+            pred = resolved.predicate
+            self._cond_memo[key] = pred
+            self._trail_memo[key] = resolved.trail
+        return pred if signed > 0 else neg(pred)
+
+    def path(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> Predicate:
+        return conj(*(self.cond(facts, s, scope) for s in path))
+
+    def guard_hops(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> list[Hop]:
+        hops = []
+        for signed in path:
+            pred = self.cond(facts, signed, scope)
+            if mentions_device(pred):
+                cond = facts.cond(signed)
+                hops.append(Hop(facts.rel, cond.line, "guard",
+                                ("" if signed > 0 else "not ") + pred.describe()))
+                for trel, tline in self._trail_memo.get((facts.rel, abs(signed)), ()):
+                    if (trel, tline) != (facts.rel, cond.line):
+                        hops.append(Hop(trel, tline, "definition", ""))
+        return hops
+
+    def failure_conditions(self, facts: FileFacts, scope_filter: str | None = None,
+                           ) -> Iterable[tuple[str, int, str, Predicate, tuple[int, ...]]]:
+        """(scope, line, text, condition, path) for every raise and assert."""
+        for fact in facts.raises:
+            if scope_filter is not None and fact.scope != scope_filter:
+                continue
+            yield fact.scope, fact.line, f"raise {fact.exc}", self.path(facts, fact.path,
+                                                                         fact.scope), fact.path
+        for afact in facts.asserts:
+            if scope_filter is not None and afact.scope != scope_filter:
+                continue
+            test = self.vocab.predicate(afact.test, facts.rel, afact.scope, afact.line).predicate
+            yield (afact.scope, afact.line, f"assert {afact.test}",
+                   conj(self.path(facts, afact.path, afact.scope), neg(test)), afact.path)
+
+    # -- direct gates and defaults -------------------------------------------------------
+    def scan_file(self, rel: str) -> None:
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        for scope, line, text, cond, path in self.failure_conditions(facts):
+            if not mentions_device(cond):
+                continue
+            option_atoms = _option_atoms(cond)
+            dests = sorted({a.option for a in option_atoms})
+            hops = tuple(self.guard_hops(facts, path, scope))
+            if dests:
+                for dest in dests:
+                    self.links.findings.append(Finding(
+                        "gate", rel, line, cond, hops, option=dest, text=text))
+            elif any(isinstance(a, QuantIs) for a in atoms(cond)):
+                self.links.findings.append(Finding("quant-gate", rel, line, cond, hops,
+                                                   text=text))
+        self.scan_defaults(facts)
+
+    def scan_defaults(self, facts: FileFacts) -> None:
+        for assign in facts.assigns:
+            for target in assign.targets:
+                dest = target.rsplit(".", 1)[-1]
+                if dest not in self.dests:
+                    continue
+                self._default(facts, assign.scope, assign.line, assign.path, dest, assign.value)
+        for call in facts.calls:
+            for name, value in call.kwargs:
+                if name in self.dests:
+                    self._default(facts, call.scope, call.line, call.path, name, value)
+
+    def _default(self, facts: FileFacts, scope: str, line: int, path: tuple[int, ...],
+                 dest: str, value_text: str) -> None:
+        node = parse_expr(value_text)
+        if node is None:
+            return
+        value = self.vocab.eval(node, facts.rel, scope, line, {})
+        if isinstance(value, ConstV) and isinstance(value.value, str):
+            choices = {value.value}
+        elif isinstance(value, EnumMemberV):
+            choices = set(value.values)
+        else:
+            return
+        cond = self.path(facts, path, scope)
+        if not mentions_device(cond):
+            return
+        for choice in sorted(choices):
+            self.links.findings.append(Finding(
+                "default", facts.rel, line, cond, tuple(self.guard_hops(facts, path, scope)),
+                choice=choice, option=dest, text=facts.rel))
+
+    # -- regions: code that runs only for one choice ---------------------------------
+    def registered_regions(self, rel: str) -> list[tuple[str, str, str, int]]:
+        """(dest, choice, function qualname, line) for ``@register_x("choice")`` functions."""
+        facts = self.index.facts(rel)
+        if facts is None:
+            return []
+        found = []
+        path_tokens = set(re.split(r"[/_.]", rel))
+        for func in facts.functions:
+            for deco, deco_line in func.decorators:
+                node = parse_expr(deco)
+                if not (isinstance(node, ast.Call) and node.args and isinstance(
+                        node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                    continue
+                name = ast.unparse(node.func).rsplit(".", 1)[-1].lower()
+                if "register" not in name:
+                    continue
+                choice = node.args[0].value
+                candidates = [o for o in self.options if choice in o.choices]
+                if len(candidates) > 1:
+                    candidates = [o for o in candidates if _dest_tokens(o.dest) & (
+                        path_tokens | set(name.split("_")))]
+                    # an option and its prefill/decode/speculative twins share choices
+                    if candidates:
+                        shortest = min(len(o.dest) for o in candidates)
+                        candidates = [o for o in candidates if len(o.dest) == shortest]
+                for opt in candidates:
+                    found.append((opt.dest, choice, func.qualname, deco_line))
+        return found
+
+    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop) -> None:
+        """Gates inside a registered function, and what it calls."""
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        region = OptionIs(dest, frozenset({choice}))
+        for fscope, line, text, cond, path in self.failure_conditions(facts):
+            if fscope != scope and not fscope.startswith(scope + "."):
+                continue
+            if not mentions_device(cond):
+                continue
+            hops = (link, *self.guard_hops(facts, path, fscope))
+            self.links.findings.append(Finding("gate", rel, line, conj(region, cond), hops,
+                                               option=dest, text=text))
+        self.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True)
+
+    def follow_region_calls(self, rel: str) -> None:
+        """Calls whose path holds an option test: follow them into their callees."""
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        for call in facts.calls:
+            if not call.path:
+                continue
+            cond = self.path(facts, call.path, call.scope)
+            for atom in _option_atoms(cond):
+                if atom.option not in self.dests:
+                    continue
+                link = Hop(rel, facts.cond(next(
+                    s for s in call.path if atom in atoms(self.cond(facts, s, call.scope)))).line,
+                    "link", atom.describe())
+                self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
+
+    def follow_calls(self, facts: FileFacts, scope: str, dest: str, region: Predicate,
+                     hops: tuple[Hop, ...], depth: int, include_nested: bool) -> None:
+        for call in facts.calls:
+            if call.scope != scope and not (include_nested and call.scope.startswith(scope + ".")):
+                continue
+            cond = conj(region, self.path(facts, call.path, call.scope))
+            self._follow_one(facts, call, dest, cond, hops, depth)
+        # function-local imports of modules: their module-level gates apply
+        for imp in facts.imports:
+            if imp.scope != scope:
+                continue
+            module = f"{imp.module}.{imp.name}" if imp.name else imp.module
+            if module in self.index.by_module:
+                self._module_gates(module, dest, conj(region, self.path(facts, imp.path, scope)),
+                                   (*hops, Hop(facts.rel, imp.line, "import", module)))
+
+    def _module_gates(self, module: str, dest: str, region: Predicate,
+                      hops: tuple[Hop, ...]) -> None:
+        key = (module, dest, repr(region))
+        if key in self._followed:
+            return
+        self._followed.add(key)
+        rel = self.index.by_module[module]
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        for scope, line, text, cond, path in self.failure_conditions(facts, ""):
+            if mentions_device(cond):
+                self.links.findings.append(Finding(
+                    "gate", rel, line, conj(region, cond),
+                    (*hops, *self.guard_hops(facts, path, scope)), option=dest, text=text))
+
+    def _follow_one(self, facts: FileFacts, call: CallFact, dest: str, cond: Predicate,
+                    hops: tuple[Hop, ...], depth: int) -> None:
+        if depth <= 0 or cond == Const(False):
+            return
+        node = parse_expr(call.func)
+        if node is None:
+            return
+        try:
+            callee = self.vocab.eval(node, facts.rel, call.scope, call.line, {})
+        except RecursionError:
+            return
+        hop = Hop(facts.rel, call.line, "call", call.func)
+        if isinstance(callee, ExtV):
+            self.links.kernel_calls.append(KernelCall(dest, cond, callee.path, facts.rel,
+                                                      call.line, (*hops, hop)))
+            return
+        target: tuple[str, str] | None = None
+        if isinstance(callee, FuncV):
+            target = (callee.rel, callee.qualname)
+        elif isinstance(callee, ClassV):
+            cfacts = self.index.facts(callee.rel)
+            if cfacts is not None and any(f.qualname == f"{callee.qualname}.__init__"
+                                          for f in cfacts.functions):
+                target = (callee.rel, f"{callee.qualname}.__init__")
+        if target is None:
+            return
+        key = (target[0], target[1], f"{dest}:{repr(cond)}")
+        if key in self._followed:
+            return
+        self._followed.add(key)
+        tfacts = self.index.facts(target[0])
+        if tfacts is None:
+            return
+        for scope, line, text, gate, path in self.failure_conditions(tfacts, target[1]):
+            if not mentions_device(gate):
+                continue
+            self.links.findings.append(Finding(
+                "gate", target[0], line, conj(cond, gate),
+                (*hops, hop, *self.guard_hops(tfacts, path, scope)), option=dest, text=text))
+        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False)
+
+    # -- select guards in a choice's own module -------------------------------------------
+    def named_modules(self) -> list[tuple[str, str, str]]:
+        """(dest, choice, rel) for modules named for a choice inside the option's package."""
+        found = []
+        for opt in self.options:
+            tokens = _dest_tokens(opt.dest)
+            for rel in self.index.tree.files:
+                parts = rel[:-3].split("/")
+                stem = parts[-1]
+                for choice in opt.choices:
+                    if stem in (choice, f"{choice}_backend", f"{choice}_moe") and any(
+                            t in part for part in parts[:-1] for t in tokens):
+                        found.append((opt.dest, choice, rel))
+        return found
+
+    def scan_selects(self, dest: str, choice: str, rel: str) -> None:
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        raising_paths = {abs(s) for r in facts.raises for s in r.path}
+        for index, cond in enumerate(facts.conds, start=1):
+            if cond.kind != "if" or index in raising_paths:
+                continue
+            scope = facts.cond_scope[index - 1]
+            pred = self.cond(facts, index, scope)
+            if mentions_device(pred) and any(isinstance(a, Device) for a in atoms(pred)):
+                self.links.findings.append(Finding(
+                    "select", rel, cond.line, pred,
+                    (Hop(rel, 1, "link", f"module named for {choice}"),),
+                    option=dest, choice=choice, text=cond.text))
+
+    # -- quantization methods ---------------------------------------------------------------
+    def scan_quantization(self) -> None:
+        """Map each --quantization method to its config class, then find (a) the
+        loader's threshold check read through the class's method, (b) gates in the
+        classes the config instantiates."""
+        if self.quantization is None:
+            return
+        methods = set(self.quantization.choices)
+        threshold_methods = self._threshold_methods()
+        for rel in self.index.grep([f'"{m}"' for m in sorted(methods)][:400]):
+            facts = self.index.facts(rel)
+            if facts is None or "quantization" not in rel:
+                continue
+            for assign in facts.assigns:
+                node = parse_expr(assign.value)
+                if not isinstance(node, ast.Dict):
+                    continue
+                for key, val in zip(node.keys, node.values):
+                    if not (isinstance(key, ast.Constant) and key.value in methods):
+                        continue
+                    cls = self.vocab.eval(val, rel, assign.scope, assign.line, {})
+                    if not isinstance(cls, ClassV):
+                        continue
+                    method = str(key.value)
+                    self.links.quant_methods.setdefault(method, (cls.rel, cls.qualname))
+        for method, (crel, cqual) in sorted(self.links.quant_methods.items()):
+            region = QuantIs(frozenset({method}))
+            for tname, (trel, tline, tcond, ttext) in threshold_methods.items():
+                value = self._class_method_constant(crel, cqual, tname)
+                if value is None:
+                    continue
+                number, vrel, vline = value
+                gate = Device("sm", "<", number)
+                self.links.findings.append(Finding(
+                    "quant-gate", trel, tline, conj(region, tcond, gate),
+                    (Hop(crel, vline, "quant", f"{method}: {cqual}.{tname}() returns {number}"),),
+                    text=ttext))
+            for qrel, qscope in self._classes_of(crel, cqual):
+                qfacts = self.index.facts(qrel)
+                if qfacts is None:
+                    continue
+                for scope, line, text, cond, path in self.failure_conditions(qfacts):
+                    if scope.split(".")[0] != qscope or not mentions_device(cond):
+                        continue
+                    hops = (Hop(crel, 0, "quant", f"{method} uses {qscope}"),
+                            *self.guard_hops(qfacts, path, scope))
+                    dests = sorted({a.option for a in _option_atoms(cond)})
+                    for dest in dests or [None]:  # type: ignore[list-item]
+                        self.links.findings.append(Finding(
+                            "quant-gate", qrel, line, conj(region, cond), hops, option=dest,
+                            text=text))
+
+    def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
+        """Methods compared with the device capability in a raising check:
+        ``if capability < quant_config.get_min_capability(): raise``."""
+        found: dict[str, tuple[str, int, Predicate, str]] = {}
+        for rel in self.index.grep(["capability"]):
+            facts = self.index.facts(rel)
+            if facts is None or "quantization" in rel and "loader" not in rel:
+                continue
+            for fact in facts.raises:
+                for signed in fact.path:
+                    cond = facts.cond(signed)
+                    node = parse_expr(cond.text)
+                    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                            node.ops[0], (ast.Lt, ast.LtE)) and isinstance(
+                            node.comparators[0], ast.Call) and isinstance(
+                            node.comparators[0].func, ast.Attribute)):
+                        continue
+                    left = self.vocab.eval(node.left, rel, fact.scope, cond.line, {})
+                    if getattr(left, "kind", None) != "sm":
+                        continue
+                    others = [s for s in fact.path if s != signed]
+                    found[node.comparators[0].func.attr] = (
+                        rel, cond.line, self.path(facts, tuple(others), fact.scope),
+                        cond.text)
+        return found
+
+    def _class_method_constant(self, rel: str, cls: str, method: str,
+                               ) -> tuple[int, str, int] | None:
+        facts = self.index.facts(rel)
+        if facts is None:
+            return None
+        for ret in facts.returns:
+            if ret.scope == f"{cls}.{method}":
+                node = parse_expr(ret.value)
+                if isinstance(node, ast.Constant) and isinstance(node.value, int):
+                    return node.value, rel, ret.line
+        return None
+
+    def _classes_of(self, rel: str, cls: str) -> list[tuple[str, str]]:
+        """The config class and the classes its methods instantiate."""
+        out = [(rel, cls)]
+        facts = self.index.facts(rel)
+        if facts is None:
+            return out
+        for call in facts.calls:
+            if not call.scope.startswith(cls + "."):
+                continue
+            node = parse_expr(call.func)
+            if node is None:
+                continue
+            value = self.vocab.eval(node, rel, call.scope, call.line, {})
+            if isinstance(value, ClassV) and (value.rel, value.qualname) not in out:
+                out.append((value.rel, value.qualname))
+        return out
+
+
+def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
+                  quantization: OptionInfo | None, enum_names: Iterable[str] = (),
+                  enum_methods: Iterable[str] = ()) -> Links:
+    """Every finding for every option, from the files that can hold one."""
+    linker = _Linker(index, vocab, options, quantization)
+    tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
+    candidates = index.grep(tokens) if tokens else []
+    for rel in candidates:
+        linker.scan_file(rel)
+    for rel in candidates:
+        linker.follow_region_calls(rel)
+    for rel in index.grep(["register"]):
+        for dest, choice, scope, line in linker.registered_regions(rel):
+            linker.scan_region(rel, scope, dest, choice,
+                               Hop(rel, line, "link", f"registered for {choice}"))
+    for dest, choice, rel in linker.named_modules():
+        linker.scan_selects(dest, choice, rel)
+    linker.scan_quantization()
+    return linker.links
+

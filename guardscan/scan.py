@@ -1,0 +1,141 @@
+"""The pipeline, end to end: acquire -> index -> options -> vocabulary -> link ->
+kernels -> verdicts. Each stage reads only what the one before produced."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardscan import __version__
+from guardscan.acquire import AcquireError, SourceTree, acquire, acquire_kernels
+from guardscan.arch import Arch, standard_archs
+from guardscan.index import Index
+from guardscan.link import Links, collect_links, option_model
+from guardscan.options import OptionCatalog, build_catalog
+from guardscan.results import Diagnostic, PackageRef, ScanResult
+from guardscan.verdict import KernelJudge, judge
+from guardscan.vocabulary import Vocabulary
+
+__all__ = ["ScanOptions", "Analysis", "scan", "analyse"]
+
+
+@dataclass
+class ScanOptions:
+    target: str | None = None
+    archs: list[Arch] = field(default_factory=standard_archs)
+    quantization: str | None = None
+    options: list[str] | None = None  # flags to judge; None = every backend option
+    kernels: bool = True
+    flashinfer: str | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    offline: bool = False
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class Analysis:
+    """Everything a scan computed, for reports, ``explain`` and the graph."""
+
+    tree: SourceTree
+    index: Index
+    catalog: OptionCatalog
+    vocab: Vocabulary
+    links: Links
+    result: ScanResult
+    kernel_tree: SourceTree | None = None
+    kernel_judge: KernelJudge | None = None
+
+
+def _say(opts: ScanOptions, message: str) -> None:
+    if opts.progress is not None:
+        opts.progress(message)
+
+
+def analyse(opts: ScanOptions) -> Analysis:
+    """Run the pipeline; raises AcquireError for unusable targets."""
+    from guardscan.acquire import default_cache_dir
+
+    cache_dir = opts.cache_dir or default_cache_dir()
+    _say(opts, "acquiring target")
+    tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
+    index = Index(tree, cache_dir if opts.use_cache else None)
+    _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
+    catalog = build_catalog(index)
+    options = list(catalog.options)
+    if opts.options:
+        wanted = {o if o.startswith("--") else f"--{o}" for o in opts.options}
+        unknown = wanted - {o.flag for o in options}
+        if unknown:
+            raise AcquireError(
+                f"{', '.join(sorted(unknown))} is not a backend option of {tree.package} "
+                f"{tree.version}; known: {', '.join(sorted(o.flag for o in options))}")
+        options = [o for o in options if o.flag in wanted]
+    if opts.quantization is not None and catalog.quantization is not None and \
+            opts.quantization not in catalog.quantization.choices:
+        raise AcquireError(
+            f"--quantization {opts.quantization} is not a choice of {tree.package} "
+            f"{tree.version}; choices: {', '.join(catalog.quantization.choices)}")
+    model = option_model(catalog.options, catalog.enums, catalog.quantization)
+    vocab = Vocabulary(index, model)
+    _say(opts, "linking choices to code")
+    enum_names = [e.qualname.rsplit(".", 1)[-1] for e in catalog.enums if e.option_dests]
+    enum_methods = [m for e in catalog.enums if e.option_dests for m, _ in e.predicates]
+    links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
+                          enum_methods)
+    result = ScanResult(
+        guardscan=__version__,
+        target=PackageRef(tree.package, tree.version, str(tree.root / tree.package)),
+        archs=[a.name for a in opts.archs],
+        options=options,
+        quantization=opts.quantization,
+    )
+    kernel_tree: SourceTree | None = None
+    kernel_judge: KernelJudge | None = None
+    if opts.kernels:
+        kernel_tree, kernel_judge, note = _kernels(tree, opts, cache_dir)
+        if kernel_tree is not None:
+            result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
+                                             str(kernel_tree.root / kernel_tree.package)))
+        if note:
+            result.notes.append(note)
+    else:
+        result.notes.append("kernel library not read (--no-kernels): SGLang-only verdicts")
+    _say(opts, "judging")
+    for option in options:
+        result.backends.extend(judge(index, links, option, opts.archs, opts.quantization,
+                                     kernel_judge))
+    diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
+                                     *links.diagnostics]
+    for outcome in index.outcomes.values():
+        if outcome.status != "analysed":
+            diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
+                                          outcome.reason))
+    result.diagnostics = sorted(set(diagnostics))
+    return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge)
+
+
+def _kernels(tree: SourceTree, opts: ScanOptions, cache_dir: Path,
+             ) -> tuple[SourceTree | None, KernelJudge | None, str]:
+    try:
+        ktree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir, offline=opts.offline)
+    except AcquireError as exc:
+        return None, None, f"kernel library not read: {exc}; SGLang-only verdicts"
+    try:
+        from guardscan.kernels.bridge import kernel_judge_for
+    except ImportError:
+        return ktree, None, "kernel facts not available in this build"
+    kindex = Index(ktree, cache_dir if opts.use_cache else None)
+    return ktree, kernel_judge_for(kindex), ""
+
+
+def scan(target: str | None = None, **kwargs: object) -> ScanResult:
+    """Library entry point: ``scan("sglang==0.5.9", archs=[parse_arch("sm120")])``."""
+    opts = ScanOptions(target=target, **kwargs)  # type: ignore[arg-type]
+    return analyse(opts).result
+
+
+def _stderr_progress(message: str) -> None:
+    print(f"guardscan: {message}...", file=sys.stderr, flush=True)

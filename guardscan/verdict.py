@@ -1,0 +1,241 @@
+"""verdicts: one per (option, choice, arch), decided from the linked findings.
+
+Rules, in order (each documented in docs/verdicts.md, generated from here):
+
+blocked
+    A gate on the choice's path is TRUE for the architecture: SGLang itself
+    raises. Needs every atom of the gate's condition decided (device, option,
+    and, with ``--quantization``, the method).
+unsupported
+    Not blocked, but a kernel on the choice's required path declares that it
+    does not run on the architecture (kernel facts from FlashInfer).
+supported
+    Not blocked or unsupported, and positive evidence: the choice's own gate
+    admits this architecture while it rejects others; ``auto`` resolves to the
+    choice under a device condition that holds here; or kernels on the path
+    declare this architecture.
+unknown
+    No architecture evidence either way. Gates that could block only under
+    conditions guardscan cannot decide (model config, env vars, the
+    quantization method when not given) are listed with the verdict, never
+    taken as blocking.
+
+Known limits: a gate is attached to a choice only when it is found in code
+linked to the choice (option tests, registries, up to two calls away), so a
+gate reached by a longer path is missed (errs toward unknown/supported);
+``select`` guards never count as support.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from guardscan.arch import Arch, standard_archs
+from guardscan.index import Index
+from guardscan.link import Finding, Hop, KernelCall, Links
+from guardscan.predicate import (
+    FALSE,
+    TRUE,
+    Context,
+    CudaAtLeast,
+    Device,
+    OptionIs,
+    Platform,
+    Predicate,
+    QuantIs,
+    Tri,
+    Unknown,
+    atoms,
+    mentions_capability,
+    substitute,
+)
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Verdict
+
+__all__ = ["judge", "possible", "KernelJudge"]
+
+#: Brute-force at most this many undecided atoms when asking "could it be true?".
+MAX_FREE_ATOMS = 10
+
+
+def possible(pred: Predicate, ctx: Context) -> bool:
+    """Could ``pred`` be TRUE on ``ctx`` for some value of what ``ctx`` leaves open?"""
+    value = pred.evaluate(ctx)
+    if value is not Tri.UNKNOWN:
+        return value is Tri.TRUE
+    free = []
+    for atom in atoms(pred):
+        if atom.evaluate(ctx) is Tri.UNKNOWN and atom not in free:
+            free.append(atom)
+    if len(free) > MAX_FREE_ATOMS:
+        return True
+    for values in itertools.product((TRUE, FALSE), repeat=len(free)):
+        mapping = dict(zip(free, values))
+        if substitute(pred, lambda a: mapping.get(a)).evaluate(ctx) is Tri.TRUE:
+            return True
+    return False
+
+
+class KernelJudge:
+    """Plug-in point for kernel facts: support of a kernel-library call on an arch."""
+
+    def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
+        return Tri.UNKNOWN, []
+
+
+def _hops_evidence(index: Index, hops: Iterable[Hop]) -> list[Evidence]:
+    out = []
+    for hop in hops:
+        if hop.line <= 0:
+            continue
+        out.append(Evidence(hop.rel, hop.line, _role(hop.role), index.line_text(hop.rel, hop.line),
+                            hop.note))
+    return out
+
+
+def _role(role: str) -> str:
+    return {"definition": "guard", "call": "link", "import": "link", "quant": "link"}.get(
+        role, role)
+
+
+def _finding_evidence(index: Index, finding: Finding, role: str, note: str) -> list[Evidence]:
+    chain = _hops_evidence(index, finding.hops)
+    chain.append(Evidence(finding.rel, finding.line, role,
+                          index.line_text(finding.rel, finding.line), note))
+    seen = set()
+    out = []
+    for ev in chain:
+        key = (ev.path, ev.line, ev.role)
+        if key not in seen:
+            seen.add(key)
+            out.append(ev)
+    return out
+
+
+def _undecided(pred: Predicate, ctx: Context) -> list[str]:
+    return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN
+                   and not isinstance(a, CudaAtLeast)})
+
+
+def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
+          quantization: str | None, kernels: KernelJudge | None = None,
+          ) -> list[BackendVerdict]:
+    """Verdicts for every choice of ``option`` on every arch in ``archs``."""
+    kernels = kernels or KernelJudge()
+    findings = [f for f in links.findings if f.option == option.dest]
+    global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
+    calls = [c for c in links.kernel_calls if c.option == option.dest]
+    platforms = dict(option.platforms)
+    all_archs = standard_archs()
+    origin = Evidence(option.path, option.line, "link", index.line_text(option.path, option.line),
+                      f"{option.flag} choices")
+    out: list[BackendVerdict] = []
+    for choice in option.choices:
+        for arch in archs:
+            ctx = Context(arch=arch, options={option.dest: choice}, quantization=quantization)
+            blocking: list[Evidence] = []
+            positive: list[Evidence] = []
+            caveats: list[Evidence] = []
+            conditions: list[str] = []
+            for finding in findings:
+                if finding.kind in ("gate", "quant-gate"):
+                    _judge_gate(index, finding, ctx, arch, all_archs, blocking, positive,
+                                caveats, conditions)
+                elif finding.kind == "default" and finding.choice == choice:
+                    dctx = Context(arch=arch, quantization=quantization)
+                    if possible(finding.condition, dctx) and mentions_capability(
+                            finding.condition) and any(
+                            not possible(finding.condition, Context(arch=o,
+                                                                    quantization=quantization))
+                            for o in all_archs):
+                        positive.extend(_finding_evidence(
+                            index, finding, "default",
+                            f"{option.flag} auto resolves to {choice} when "
+                            f"{finding.condition.describe()}"))
+                elif finding.kind == "select" and finding.choice == choice:
+                    value = finding.condition.evaluate(Context(arch=arch))
+                    caveats.extend(_finding_evidence(
+                        index, finding, "select",
+                        f"picks an implementation ({value.value} on {arch.name}); "
+                        "not a support claim"))
+            if quantization is not None:
+                for finding in global_quant:
+                    _judge_gate(index, finding, ctx, arch, all_archs, blocking, [], caveats,
+                                conditions)
+            kernel_false: list[Evidence] = []
+            kernel_true: list[Evidence] = []
+            for call in calls:
+                reach = call.condition.evaluate(ctx)
+                if reach is Tri.FALSE:
+                    continue
+                support, chain = kernels.support(call, arch)
+                hops = _hops_evidence(index, call.hops)
+                if support is Tri.FALSE and reach is Tri.TRUE:
+                    kernel_false.extend([*hops, *chain])
+                elif support is Tri.TRUE and reach is Tri.TRUE:
+                    kernel_true.extend([*hops, *chain])
+            if blocking:
+                verdict, evidence = Verdict.BLOCKED, blocking
+            elif kernel_false:
+                verdict, evidence = Verdict.UNSUPPORTED, kernel_false
+            elif positive or kernel_true:
+                verdict, evidence = Verdict.SUPPORTED, [*positive, *kernel_true]
+            else:
+                verdict, evidence = Verdict.UNKNOWN, []
+            chain = _dedupe([origin, *evidence, *caveats])
+            platform = platforms.get(choice)
+            out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
+                                      tuple(chain), platform, tuple(sorted(set(conditions)))))
+    return out
+
+
+def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_archs: list[Arch],
+                blocking: list[Evidence], positive: list[Evidence], caveats: list[Evidence],
+                conditions: list[str]) -> None:
+    cond = finding.condition
+    # is it about this choice at all?
+    if cond.evaluate(Context(options=ctx.options, quantization=ctx.quantization)) is Tri.FALSE:
+        return
+    if not possible(cond, Context(options=ctx.options, quantization=ctx.quantization)):
+        return
+    value = cond.evaluate(ctx)
+    if value is Tri.TRUE:
+        blocking.extend(_finding_evidence(
+            index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
+        return
+    if value is Tri.UNKNOWN and possible(cond, ctx):
+        undecided = _undecided(cond, ctx)
+        quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
+        if ctx.quantization is None and quant_atoms:
+            for atom in quant_atoms:
+                for method in sorted(atom.methods):
+                    qctx = Context(arch=ctx.arch, options=ctx.options, quantization=method)
+                    if cond.evaluate(qctx) is Tri.TRUE:
+                        conditions.append(f"blocked with --quantization {method}")
+        caveats.extend(_finding_evidence(
+            index, finding, "gate",
+            f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300]))
+        return
+    if value is Tri.FALSE and mentions_capability(cond) and ctx.quantization is None or \
+            value is Tri.FALSE and mentions_capability(cond):
+        # the gate lets this arch through: positive evidence when it stops others
+        if any(cond.evaluate(Context(arch=other, options=ctx.options,
+                                     quantization=ctx.quantization)) is Tri.TRUE
+               for other in all_archs if other != arch):
+            positive.extend(_finding_evidence(
+                index, finding, "gate", f"admits {arch.name}: raises only when "
+                f"{cond.describe()}"))
+
+
+def _dedupe(chain: list[Evidence]) -> list[Evidence]:
+    seen = set()
+    out = []
+    for ev in chain:
+        key = (ev.path, ev.line, ev.role)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(ev)
+    return out
+
+
