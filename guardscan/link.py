@@ -528,7 +528,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         linker.scan_file(rel)
     for rel in candidates:
         linker.follow_region_calls(rel)
-    for rel in index.grep(["register"]):
+    for rel in index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']"):
         for dest, choice, scope, line in linker.registered_regions(rel):
             linker.scan_region(rel, scope, dest, choice,
                                Hop(rel, line, "link", f"registered for {choice}"))

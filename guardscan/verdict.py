@@ -63,15 +63,24 @@ def possible(pred: Predicate, ctx: Context) -> bool:
     value = pred.evaluate(ctx)
     if value is not Tri.UNKNOWN:
         return value is Tri.TRUE
-    free = []
+    # fold what ctx decides, then try every value of what is left
+    decided: dict[Predicate, Predicate] = {}
+    free: list[Predicate] = []
     for atom in atoms(pred):
-        if atom.evaluate(ctx) is Tri.UNKNOWN and atom not in free:
+        if atom in decided or atom in free:
+            continue
+        atom_value = atom.evaluate(ctx)
+        if atom_value is Tri.UNKNOWN:
             free.append(atom)
+        else:
+            decided[atom] = TRUE if atom_value is Tri.TRUE else FALSE
     if len(free) > MAX_FREE_ATOMS:
         return True
+    residue = substitute(pred, decided.get)
+    empty = Context()
     for values in itertools.product((TRUE, FALSE), repeat=len(free)):
         mapping = dict(zip(free, values))
-        if substitute(pred, lambda a: mapping.get(a)).evaluate(ctx) is Tri.TRUE:
+        if substitute(residue, mapping.get).evaluate(empty) is Tri.TRUE:
             return True
     return False
 

@@ -50,6 +50,10 @@ from guardscan.results import Diagnostic
 __all__ = ["Vocabulary", "Resolved", "OptionModel", "looks_like_arch_guard"]
 
 _PLATFORM_NAMES = ("npu", "xpu", "hpu", "mps", "musa", "hip")
+_PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|torch\.version)",
+                             re.IGNORECASE)
+#: Nested evaluation steps before giving up (stays UNKNOWN, never guessed).
+MAX_DEPTH = 80
 _ARCH_WORDS = re.compile(
     r"(sm_?\d{2,3}|capabilit|blackwell|hopper|ampere|device_sm|compute_cap|\bgfx\d|is_sm|cuda_version)",
     re.IGNORECASE,
@@ -190,6 +194,9 @@ class Vocabulary:
         self._trail: list[tuple[str, int]] = []
         self._reported: set[tuple[str, int, str]] = set()
         self._module_cache: dict[str, dict[str, list[object]]] = {}
+        self._reach_memo: dict[tuple[str, int], bool] = {}
+        self._local_memo: dict[tuple[str, str, str, int], Value | None] = {}
+        self._depth = 0
 
     # -- public -----------------------------------------------------------------------
     def predicate(self, text: str, rel: str, scope: str, line: int,
@@ -276,7 +283,18 @@ class Vocabulary:
         # local scopes, innermost first (class bodies do not enclose methods)
         scopes = _enclosing_scopes(scope, facts)
         for sc in scopes:
-            local = self._lookup_local(facts, rel, sc, name, line)
+            lkey = (rel, sc, name, line)
+            if lkey in self._local_memo:
+                local = self._local_memo[lkey]
+            else:
+                if ("local", lkey) in self._active:
+                    return UnkV(f"cyclic local {name}")
+                self._active.add(("local", lkey))
+                try:
+                    local = self._lookup_local(facts, rel, sc, name, line)
+                finally:
+                    self._active.discard(("local", lkey))
+                self._local_memo[lkey] = local
             if local is not None:
                 return local
         key = (rel, name)
@@ -337,15 +355,24 @@ class Vocabulary:
     def _reachable_on_nvidia(self, facts: FileFacts, rel: str, scope: str,
                              assign: AssignFact) -> bool:
         """False when the assignment's path needs a non-NVIDIA platform."""
-        key = ("reach", rel, assign.line)
-        if key in self._active:
+        key = (rel, assign.line)
+        known = self._reach_memo.get(key)
+        if known is not None:
+            return known
+        texts = " ".join(facts.cond(s).text for s in assign.path)
+        if not _PLATFORM_WORDS.search(texts):
+            self._reach_memo[key] = True
             return True
-        self._active.add(key)
+        if ("reach", key) in self._active:
+            return True
+        self._active.add(("reach", key))
         try:
             cond = self._path_pred(facts, rel, scope, assign.path, assign.line)
         finally:
-            self._active.discard(key)
-        return on_nvidia(cond) is not Tri.FALSE
+            self._active.discard(("reach", key))
+        result = on_nvidia(cond) is not Tri.FALSE
+        self._reach_memo[key] = result
+        return result
 
     def _lookup_module(self, facts: FileFacts, rel: str, name: str) -> Value:
         entries = self._module_table(rel).get(name, [])
@@ -530,7 +557,13 @@ class Vocabulary:
         method = getattr(self, f"_eval_{type(node).__name__}", None)
         if method is None:
             return UnkV(f"{type(node).__name__} expression")
-        result: Value = method(node, rel, scope, line, env)
+        if self._depth > MAX_DEPTH:
+            return UnkV("resolution too deep")
+        self._depth += 1
+        try:
+            result: Value = method(node, rel, scope, line, env)
+        finally:
+            self._depth -= 1
         return result
 
     def _eval_Constant(self, node: ast.Constant, *_: object) -> Value:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,6 +36,7 @@ class Index:
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
         self.outcomes: dict[str, FileOutcome] = {}
         self._data: dict[str, bytes | None] = {}
+        self._lines: dict[str, list[bytes]] = {}
         self.by_module: dict[str, str] = {}
         for rel in tree.files:
             self.by_module[tree.module_name(rel)] = rel
@@ -55,6 +57,16 @@ class Index:
                 self.outcomes[rel] = FileOutcome(rel, "failed",
                                                  reason=f"unreadable: {exc.strerror or exc}")
         return self._data[rel]
+
+    def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
+        """Files whose bytes match the regular expression ``pattern``."""
+        regex = re.compile(pattern)
+        found = []
+        for rel in within if within is not None else self.tree.files:
+            data = self.data(rel)
+            if data is not None and regex.search(data):
+                found.append(rel)
+        return found
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes contain any of ``tokens`` (the cheap pre-filter)."""
@@ -94,11 +106,13 @@ class Index:
         return name in self.by_module
 
     def line_text(self, rel: str, line: int) -> str:
-        data = self.data(rel)
-        if data is None or line <= 0:
-            return ""
-        lines = data.split(b"\n")
-        if line > len(lines):
+        """The stripped text of one line (for evidence)."""
+        lines = self._lines.get(rel)
+        if lines is None:
+            data = self.data(rel)
+            lines = data.split(b"\n") if data is not None else []
+            self._lines[rel] = lines
+        if line <= 0 or line > len(lines):
             return ""
         return lines[line - 1].decode("utf-8", "replace").strip()
 

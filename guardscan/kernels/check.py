@@ -1,0 +1,76 @@
+"""Form 5: explicit capability checks that raise (or assert).
+
+What it recognises
+    A ``raise`` reached only under conditions that mention the device
+    (``if major < 10: raise ...``, ``if not is_sm100a_supported(device): raise``
+    through the vocabulary's ``guard``), and an ``assert`` whose test does.
+    The fact's predicate is where the raise is *not* reached: the negation of
+    the raise's path (``major >= 10``); for an assert, its test (under the
+    conditions around it).
+Why it matters
+    It is the kernel library rejecting the arch itself, before any kernel is
+    looked for.
+Known limits
+    Raises already explained as a dispatch's fall-through are left to the
+    dispatch recogniser; raises inside ``except`` handlers are skipped.
+    Conditions mixing the device with other things (``if use_fp8 and major <
+    10``) give facts that are UNKNOWN unless the other part is decided, never a
+    wrong FALSE. Without a ``guard``, helper calls such as
+    ``is_sm100a_supported(device)`` are not read and the check is skipped.
+Example
+    ``major, _ = get_compute_capability(x.device)``; ``if major < 10: raise
+    ValueError("needs SM100")`` -> ``capability major >= 10``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from guardscan.index.facts import FunctionFact
+from guardscan.kernels.model import KernelFact
+from guardscan.kernels.paths import PathReader, negate
+from guardscan.kernels.symbols import ModuleSymbols, Resolver
+from guardscan.predicate import disj
+
+__all__ = ["recognise_checks"]
+
+
+def recognise_checks(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
+                     paths: PathReader, claimed: set[int]) -> list[KernelFact]:
+    """The raising capability checks of one function (``claimed`` raise lines skipped)."""
+    scope = fn.qualname
+    function_id = f"{table.module}.{fn.qualname}"
+    facts: list[KernelFact] = []
+    for found in table.raises.get(scope, []):
+        if found.line in claimed or not found.path:
+            continue
+        raise_ = dataclasses.replace(
+            found, path=paths.effective_path(table, scope, found.line, found.path))
+        if any(table.facts.cond(i).kind != "if" for i in raise_.path):
+            continue
+        device_conds = [i for i in raise_.path if paths.cond_predicate(table, scope, i) is not None]
+        if not device_conds:
+            continue
+        cond = table.facts.cond(device_conds[-1])
+        facts.append(KernelFact(
+            function=function_id, kind="check", rel=table.rel, line=cond.line,
+            text=resolver.line_text(table.rel, cond.line),
+            predicate=negate(paths.path_predicate(table, scope, raise_.path)),
+            note=f"raises at line {raise_.line}: {raise_.exc[:120]}",
+        ))
+    names = paths.names(table, scope)
+    for assert_ in table.asserts.get(scope, []):
+        test = paths.reader.read(assert_.test, table.rel, scope, assert_.line, names.quantities,
+                                 names.consts, names.params)
+        if test is None:
+            continue
+        predicate = test
+        path = paths.effective_path(table, scope, assert_.line, assert_.path)
+        if path:
+            predicate = disj(negate(paths.path_predicate(table, scope, path)), test)
+        facts.append(KernelFact(
+            function=function_id, kind="check", rel=table.rel, line=assert_.line,
+            text=resolver.line_text(table.rel, assert_.line), predicate=predicate,
+            note=f"assert {assert_.test[:120]}",
+        ))
+    return facts

@@ -1,0 +1,261 @@
+"""Reading capability conditions in kernel-library code.
+
+What it recognises
+    Comparisons of a capability-derived value with literals: ``major < 10``,
+    ``get_compute_capability(device)[0] in (10, 11)``, ``cap == (12, 0)``,
+    ``device_arch != "90"`` where ``device_arch = f"{major * 10 + minor}"``,
+    ``backend in ("120", "121")`` where every caller passes such a string, and
+    ``and`` / ``or`` / ``not`` of those. Which local name holds what is read
+    from the scope's assignments (``major, minor = get_compute_capability(d)``,
+    ``cap = torch.cuda.get_device_capability()``, ``sm = major * 10 + minor``)
+    and, for parameters, from the callers (see ``bindings``). A ``backend``
+    parameter compared with non-numeric strings becomes ``OptionIs("backend")``
+    so ``support(..., backend="cudnn")`` can follow that branch.
+Why it matters
+    These conditions decide which branch of a dispatch runs on which arch, and
+    which raises exclude it.
+Known limits
+    Anything else (helpers such as ``is_sm100a_supported(device)``) goes to the
+    vocabulary's ``guard`` callable when one is given, and is ``None`` (not
+    about the device) otherwise, which makes the surrounding fact UNKNOWN
+    rather than wrong. Ordering comparisons on capability *strings* are not
+    read (``"90" < "100"`` is a string comparison).
+Example
+    ``major, minor = get_compute_capability(x.device)`` then ``if major < 10:``
+    reads as ``Device("major", "<", 10)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+from guardscan.kernels.model import GuardFn
+from guardscan.kernels.syntax import (
+    NOT_LITERAL,
+    as_ints,
+    as_sm_strings,
+    dotted,
+    is_sm_string,
+    literal,
+    parse_expr,
+    segment,
+)
+from guardscan.predicate import (
+    Device,
+    OptionIs,
+    Predicate,
+    Unknown,
+    conj,
+    disj,
+    flip_op,
+    mentions_device,
+    neg,
+)
+
+__all__ = [
+    "CapabilityReader",
+    "is_capability_getter",
+    "quantity_of_value",
+    "BACKEND_OPTION",
+]
+
+#: The Context option that ``support(..., backend=...)`` sets.
+BACKEND_OPTION = "backend"
+
+#: Quantities a name can hold. A trailing ``?`` marks a guessed meaning (a
+#: dispatch key whose callers could not be read; its digit strings are read as
+#: SM numbers).
+QUANTITIES = ("major", "minor", "sm", "sm_str", "cap", "sm_str?")
+
+_GETTER = re.compile(r"(?:^|_)capability$")
+_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+        ast.In: "in", ast.NotIn: "not in"}
+
+
+def is_capability_getter(func_text: str) -> bool:
+    """``get_compute_capability``, ``torch.cuda.get_device_capability``: calls that
+    return the (major, minor) tuple (not ``is_..._capability_supported``)."""
+    last = func_text.rpartition(".")[2]
+    return bool(_GETTER.search(last)) and not last.startswith(("is_", "has_", "supports"))
+
+
+def _is_sm_expr(node: ast.AST, names: Mapping[str, str]) -> bool:
+    """``major * 10 + minor`` (in either order of the addition)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)):
+        return False
+    for scaled, plain in ((node.left, node.right), (node.right, node.left)):
+        if (isinstance(scaled, ast.BinOp) and isinstance(scaled.op, ast.Mult)
+                and quantity_of(plain, names) == "minor"):
+            factors = (scaled.left, scaled.right)
+            if any(isinstance(f, ast.Constant) and f.value == 10 for f in factors) and any(
+                    quantity_of(f, names) == "major" for f in factors):
+                return True
+    return False
+
+
+def quantity_of(node: ast.AST, names: Mapping[str, str]) -> str | None:
+    """Which capability quantity an expression holds, if any."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        text = dotted(node)
+        return names.get(text) if text is not None and text.startswith("self.") else None
+    if isinstance(node, ast.Call):
+        func = dotted(node.func)
+        if func is not None and is_capability_getter(func):
+            return "cap"
+        if func in ("int",) and node.args and quantity_of(node.args[0], names) in (
+                "sm_str", "sm_str?"):
+            return "sm"
+        if func in ("str",) and node.args and quantity_of(node.args[0], names) == "sm":
+            return "sm_str"
+        return None
+    if isinstance(node, ast.Subscript) and quantity_of(node.value, names) == "cap":
+        index = node.slice
+        if isinstance(index, ast.Constant) and index.value in (0, 1):
+            return "major" if index.value == 0 else "minor"
+        return None
+    if _is_sm_expr(node, names):
+        return "sm"
+    if isinstance(node, ast.Tuple) and len(node.elts) == 2 and [
+            quantity_of(e, names) for e in node.elts] == ["major", "minor"]:
+        return "cap"
+    if isinstance(node, ast.JoinedStr):
+        values = [v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+        literal = "".join(v.value for v in node.values
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        if literal:
+            return None
+        kinds = [quantity_of(v, names) for v in values]
+        if kinds == ["major", "minor"] or kinds == ["sm"]:
+            return "sm_str"
+    return None
+
+
+def quantity_of_value(value_text: str, names: Mapping[str, str]) -> str | None:
+    """The quantity an assigned value holds (``None`` when not capability-derived)."""
+    node = parse_expr(value_text)
+    return quantity_of(node, names) if node is not None else None
+
+
+def compare(quantity: str, op: str, value: object) -> Predicate | None:
+    """``<quantity> <op> <literal value>`` as a Device predicate, if it reads as one."""
+    membership = op in ("in", "not in")
+    if quantity in ("major", "minor", "sm"):
+        if membership:
+            ints = as_ints(value)
+            return Device(quantity, op, ints) if ints else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Device(quantity, op, value)
+        return None
+    if quantity in ("sm_str", "sm_str?"):
+        if op not in ("==", "!=", "in", "not in"):
+            return None
+        sms = as_sm_strings(value)
+        if not sms:
+            return None
+        if membership:
+            return Device("sm", op, sms)
+        return Device("sm", op, sms[0]) if isinstance(value, str) else None
+    if quantity == "cap":
+        if membership and isinstance(value, (list, tuple, set, frozenset)) and all(
+                isinstance(v, tuple) and len(v) == 2 for v in value):
+            return Device("cap", op, tuple(sorted(set(value))))  # type: ignore[arg-type]
+        if isinstance(value, tuple) and len(value) == 2 and all(
+                isinstance(v, int) for v in value):
+            return Device("cap", op, value)
+    return None
+
+
+class CapabilityReader:
+    """Reads a condition into a Predicate, given what the scope's names hold."""
+
+    def __init__(self, guard: GuardFn | None = None) -> None:
+        self.guard = guard
+
+    def read(self, text: str, rel: str, scope: str, line: int,
+             names: Mapping[str, str], consts: Mapping[str, object] | None = None,
+             params: frozenset[str] = frozenset()) -> Predicate | None:
+        """The condition as a Predicate, or ``None`` when it is not about the device.
+
+        ``names``: local name -> quantity; ``consts``: local names bound to
+        literal tables (``backend_modules = {"100": gen_sm100, ...}`` -> its keys);
+        ``params``: the function's parameters (a ``backend`` parameter compared
+        with backend names reads as the backend option).
+        """
+        node = parse_expr(text)
+        if node is None:
+            return self._guard(text, rel, scope, line)
+        return self._node(node, text, rel, scope, line, names, consts or {}, params)
+
+    def _guard(self, text: str, rel: str, scope: str, line: int) -> Predicate | None:
+        if self.guard is None:
+            return None
+        try:
+            pred = self.guard(text, rel, scope, line)
+        except Exception:  # a vocabulary bug must not stop the kernels stage
+            return None
+        return pred if mentions_device(pred) else None
+
+    def _node(self, node: ast.AST, src: str, rel: str, scope: str, line: int,
+              names: Mapping[str, str], consts: Mapping[str, object],
+              params: frozenset[str]) -> Predicate | None:
+        if isinstance(node, ast.BoolOp):
+            parts = [self._node(v, src, rel, scope, line, names, consts, params)
+                     for v in node.values]
+            if all(p is None for p in parts):
+                return None
+            filled = [p if p is not None else Unknown(segment(src, v) or "?")
+                      for p, v in zip(parts, node.values)]
+            return conj(*filled) if isinstance(node.op, ast.And) else disj(*filled)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self._node(node.operand, src, rel, scope, line, names, consts, params)
+            return neg(inner) if inner is not None else None
+        if isinstance(node, ast.Compare):
+            read = self._compare(node, names, consts, params)
+            if read is not None:
+                return read
+        return self._guard(segment(src, node), rel, scope, line)
+
+    def _compare(self, node: ast.Compare, names: Mapping[str, str],
+                 consts: Mapping[str, object], params: frozenset[str]) -> Predicate | None:
+        operands = [node.left, *node.comparators]
+        parts: list[Predicate] = []
+        for left, op_node, right in zip(operands, node.ops, operands[1:]):
+            op = _CMP.get(type(op_node))
+            if op is None:
+                return None
+            part = self._pair(left, op, right, names, consts, params)
+            if part is None:
+                return None
+            parts.append(part)
+        return conj(*parts)
+
+    def _pair(self, left: ast.AST, op: str, right: ast.AST, names: Mapping[str, str],
+              consts: Mapping[str, object], params: frozenset[str]) -> Predicate | None:
+        quantity = quantity_of(left, names)
+        if quantity is not None:
+            value = literal(right, consts)
+            return compare(quantity, op, value) if value is not NOT_LITERAL else None
+        if op not in ("in", "not in"):
+            quantity = quantity_of(right, names)
+            if quantity is not None:
+                value = literal(left, consts)
+                return compare(quantity, flip_op(op), value) if value is not NOT_LITERAL else None
+        if (isinstance(left, ast.Name) and left.id == BACKEND_OPTION
+                and left.id in params and left.id not in names):
+            return _backend_option(op, literal(right, consts))
+        return None
+
+
+def _backend_option(op: str, value: object) -> Predicate | None:
+    if op in ("==", "!=") and isinstance(value, str) and not is_sm_string(value):
+        pred: Predicate = OptionIs(BACKEND_OPTION, frozenset({value}))
+        return pred if op == "==" else neg(pred)
+    if op in ("in", "not in") and isinstance(value, (list, tuple, set, frozenset)) and value and all(
+            isinstance(v, str) and not is_sm_string(v) for v in value):
+        pred = OptionIs(BACKEND_OPTION, frozenset(value))  # type: ignore[arg-type]
+        return pred if op == "in" else neg(pred)
+    return None

@@ -1,0 +1,302 @@
+"""The kernel library: facts, re-exports and the call graph of one FlashInfer tree.
+
+``build_kernel_library(index)`` collects, up front, the facts that a cheap
+text pre-filter can find (decorators, backend requirements, JIT specs);
+re-exports are followed per name (``resolve``), or all at once on first use of
+``exports``. Dispatches, raising checks and call edges need each
+function's flow, so they are read per module, the first time a module is
+reached from an entry point (``support``, ``expand``), and kept: ``facts``,
+``branches``, ``graph`` and ``unresolved`` grow as modules are expanded, and
+``complete()`` expands every module for an inventory. Nothing in the scanned
+tree is imported or executed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable
+
+import networkx as nx
+
+from guardscan.arch import Arch
+from guardscan.index import Index
+from guardscan.kernels import backend_requirement, decorator, jit_spec
+from guardscan.kernels.backend_requirement import recognise_backend_requirement
+from guardscan.kernels.bindings import Bindings
+from guardscan.kernels.callgraph import Edge, class_edges, function_edges
+from guardscan.kernels.check import recognise_checks
+from guardscan.kernels.conditions import BACKEND_OPTION, CapabilityReader
+from guardscan.kernels.decorator import recognise_decorators
+from guardscan.kernels.dispatch import recognise_dispatch
+from guardscan.kernels.exports import collect_exports
+from guardscan.kernels.jit_spec import recognise_jit_specs
+from guardscan.kernels.model import BackendCheck, Branch, GuardFn, KernelFact
+from guardscan.kernels.paths import PathReader
+from guardscan.kernels.support import Outcome, SupportSolver
+from guardscan.kernels.symbols import Resolver
+from guardscan.kernels.syntax import literal, parse_expr
+from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
+from guardscan.results import Evidence
+
+__all__ = ["KernelLibrary", "build_kernel_library", "PREFILTER_TOKENS", "EXCLUDED_DIRS"]
+
+#: Text that must occur in a file for the up-front facts to be looked for in it.
+PREFILTER_TOKENS = (*decorator.TOKENS, *backend_requirement.TOKENS, jit_spec.KEYWORD,
+                    "-gencode", "_nvcc_flags")
+
+#: Package subdirectories that hold vendored sources and data, not the library
+#: (FlashInfer ships CUTLASS's Python DSL and cubin lists under ``data/``).
+EXCLUDED_DIRS = ("data",)
+
+
+class KernelLibrary:
+    """Facts about where each kernel-library function runs, and how to combine them."""
+
+    def __init__(self, index: Index, guard: GuardFn | None = None,
+                 excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS) -> None:
+        self.index = index
+        self.package = index.tree.package
+        self.resolver = Resolver(index)
+        self.reader = CapabilityReader(guard)
+        self.bindings = Bindings(self.resolver, self._find_callers)
+        self.paths = PathReader(self.reader, self.bindings)
+        self.facts: dict[str, list[KernelFact]] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self._exports: dict[str, str] | None = None
+        self.unresolved: list[tuple[str, str, str, int]] = []
+        self.branches: dict[str, list[Branch]] = {}
+        self.backend_checks: dict[str, list[BackendCheck]] = {}
+        excluded = tuple(f"{self.package}/{d}/" for d in excluded_dirs)
+        self.source_files: tuple[str, ...] = tuple(
+            rel for rel in index.tree.files
+            if rel.startswith(self.package + "/") and not rel.startswith(excluded))
+        self._static_done: set[str] = set()
+        self._flow_done: set[str] = set()
+        self._expanded: set[str] = set()
+        self._edges: dict[str, list[Edge]] = {}
+        self._table_edges: dict[str, list[Edge]] = {}
+        self._callers: dict[str, list[str]] = {}
+        self._capability: dict[str, Predicate | None] = {}
+        self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
+
+    # -- building ------------------------------------------------------------------------
+    def scan(self) -> None:
+        """Up-front facts, in the files a text pre-filter finds."""
+        for rel in self.index.grep(PREFILTER_TOKENS, within=self.source_files):
+            self._scan_static(self.index.tree.module_name(rel))
+
+    @property
+    def exports(self) -> dict[str, str]:
+        """Every re-export of the package's ``__init__`` modules -> its definition.
+
+        Computed on first use: it reads every module something is re-exported
+        from (``resolve`` follows one name's chain without it)."""
+        if self._exports is None:
+            inits = [self.index.tree.module_name(rel) for rel in self.source_files
+                     if rel.endswith("/__init__.py")]
+            self._exports = collect_exports(self.resolver, inits)
+        return self._exports
+
+    def _add(self, fact: KernelFact) -> None:
+        self.facts.setdefault(fact.function, []).append(fact)
+
+    def _scan_static(self, module: str) -> None:
+        if module in self._static_done:
+            return
+        self._static_done.add(module)
+        table = self.resolver.symbols(module)
+        if table is None:
+            return
+        for fn in table.functions.values():
+            function_id = f"{module}.{fn.qualname}"
+            for fact in recognise_decorators(self.resolver, table, fn):
+                self._add(fact)
+            facts, checks = recognise_backend_requirement(self.resolver, table, fn,
+                                                          self._capability_of)
+            for fact in facts:
+                self._add(fact)
+            if checks:
+                self.backend_checks[function_id] = checks
+            for fact in recognise_jit_specs(self.resolver, table, fn, self.paths.path_predicate):
+                self._add(fact)
+
+    def _scan_flow(self, module: str) -> None:
+        if module in self._flow_done:
+            return
+        self._flow_done.add(module)
+        self._scan_static(module)
+        table = self.resolver.symbols(module)
+        if table is None:
+            return
+        for fn in table.functions.values():
+            function_id = f"{module}.{fn.qualname}"
+            dispatch = recognise_dispatch(self.resolver, table, fn, self.paths)
+            for fact in dispatch.facts:
+                self._add(fact)
+            if dispatch.branches:
+                self.branches[function_id] = dispatch.branches
+            for table_edge in dispatch.edges:
+                self._table_edges.setdefault(function_id, []).append(Edge(
+                    function_id, table_edge.callee, table.rel, table_edge.line,
+                    table_edge.text, True, table_edge.predicate, "table"))
+            for fact in recognise_checks(self.resolver, table, fn, self.paths, dispatch.claimed):
+                self._add(fact)
+
+    def _capability_of(self, function_id: str) -> Predicate | None:
+        """The ``supported_compute_capability`` of a (check) function, if declared."""
+        if function_id not in self._capability:
+            module, _ = self.resolver.split_id(function_id)
+            if module is not None:
+                self._scan_static(module)
+            preds = [f.predicate for f in self.facts.get(function_id, [])
+                     if f.kind == "decorator"]
+            self._capability[function_id] = conj(*preds) if preds else None
+        return self._capability[function_id]
+
+    def _find_callers(self, name: str) -> list[str]:
+        if name not in self._callers:
+            self._callers[name] = self.index.grep([f"{name}("], within=self.source_files)
+        return self._callers[name]
+
+    # -- the call graph, module by module ---------------------------------------------------
+    def expand_module(self, module: str) -> None:
+        """Read one module's dispatches, checks and call edges (once)."""
+        if module in self._expanded:
+            return
+        self._expanded.add(module)
+        self._scan_flow(module)
+        table = self.resolver.symbols(module)
+        if table is None:
+            return
+        for fn in table.functions.values():
+            function_id = f"{module}.{fn.qualname}"
+            self.graph.add_node(function_id, rel=table.rel, line=fn.line, kind="function")
+            edges, unresolved = function_edges(self.resolver, table, fn, self.paths)
+            edges.extend(self._table_edges.get(function_id, []))
+            self._edges[function_id] = edges
+            self.unresolved.extend(unresolved)
+            for edge in edges:
+                self._add_graph_edge(edge)
+        for qualname in table.classes:
+            class_id = f"{module}.{qualname}"
+            self.graph.add_node(class_id, rel=table.rel, line=table.classes[qualname].line,
+                                kind="class")
+            edges = class_edges(table, qualname)
+            self._edges[class_id] = edges
+            for edge in edges:
+                self._add_graph_edge(edge)
+
+    def _add_graph_edge(self, edge: Edge) -> None:
+        if self.graph.has_edge(edge.caller, edge.callee):
+            data = self.graph.edges[edge.caller, edge.callee]
+            data["condition"] = disj(data["condition"], edge.condition)
+            data["select"] = data["select"] or edge.select
+            data["sites"] += 1
+            return
+        self.graph.add_edge(edge.caller, edge.callee, rel=edge.rel, line=edge.line,
+                            path_text=edge.path_text, select=edge.select,
+                            condition=edge.condition, kind=edge.kind, sites=1)
+
+    def expand(self, function: str) -> None:
+        """Expand the module defining ``function``."""
+        module, _ = self.resolver.split_id(function)
+        if module is not None:
+            self.expand_module(module)
+
+    def complete(self, modules: Iterable[str] | None = None) -> None:
+        """Expand every module of the package (or the given ones): an inventory."""
+        if modules is None:
+            modules = [self.index.tree.module_name(rel) for rel in self.source_files]
+        for module in modules:
+            self.expand_module(module)
+
+    def _edges_of(self, function: str, backend: str | None) -> list[Edge]:
+        self.expand(function)
+        edges = self._edges.get(function, [])
+        check = self._chosen_check(function, backend)
+        if check is None or not self.resolver.function_fact(check.check):
+            return edges
+        rel = self.graph.nodes[function]["rel"] if function in self.graph else ""
+        return [*edges, Edge(function, check.check, rel, check.line,
+                             f"{BACKEND_OPTION} == {check.backend!r}", False, TRUE, "backend")]
+
+    def _chosen_check(self, function: str, backend: str | None) -> BackendCheck | None:
+        if backend is None or backend == "auto":
+            return None
+        for check in self.backend_checks.get(function, []):
+            if check.backend == backend:
+                return check
+        return None
+
+    def _facts_for(self, function: str, backend: str | None) -> list[KernelFact]:
+        """The function's facts; with a chosen backend, its backend-requirement fact
+        gives way to that backend's check function (a required edge)."""
+        module, _ = self.resolver.split_id(function)
+        if module is not None:
+            self._scan_flow(module)
+        facts = self.facts.get(function, [])
+        if backend is None or backend == "auto" or function not in self.backend_checks:
+            return facts
+        check = self._chosen_check(function, backend)
+        out = []
+        for fact in facts:
+            if fact.kind != "backend-requirement":
+                out.append(fact)
+            elif check is None:
+                out.append(dataclasses.replace(
+                    fact, predicate=FALSE,
+                    note=f"backend {backend!r} is not in the requirement table"))
+            elif not self.resolver.function_fact(check.check):
+                out.append(dataclasses.replace(
+                    fact, line=check.line, text=self.resolver.line_text(fact.rel, check.line),
+                    predicate=check.predicate, note=f"backend {backend!r}: {check.check}"))
+        return out
+
+    # -- questions ---------------------------------------------------------------------------
+    def resolve(self, dotted: str) -> str | None:
+        """A public or module path name -> the function (or class) that defines it."""
+        if self._exports is not None and dotted in self._exports:
+            return self._exports[dotted]
+        target = self.resolver.resolve_dotted(dotted)
+        return target.name if target.kind in ("function", "class") else None
+
+    def default_backend(self, function: str) -> str | None:
+        """The literal default of the function's ``backend`` parameter, if any."""
+        found = self.resolver.function_fact(function)
+        if found is None:
+            return None
+        default = dict(found[1].defaults).get(BACKEND_OPTION)
+        value = literal(parse_expr(default)) if default else None  # type: ignore[arg-type]
+        return value if isinstance(value, str) else None
+
+    def outcome(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:
+        """``support`` with its caveats (FALSE facts on calls made only sometimes)."""
+        function_id = self.resolve(function) or function
+        if backend is None:
+            backend = self.default_backend(function_id)
+        return self.solver.solve(function_id, arch, backend)
+
+    def support(self, function: str, arch: Arch, backend: str | None = None,
+                ) -> tuple[Tri, list[Evidence]]:
+        """TRUE / FALSE / UNKNOWN for ``function`` on ``arch`` with its evidence chain.
+
+        ``backend`` (FlashInfer's own ``backend=`` argument, e.g. ``"cudnn"``)
+        narrows a ``@backend_requirement`` fact to that backend and decides the
+        function's ``backend == ...`` branches; when not given, the parameter's
+        literal default is used (``backend="auto"`` -> the union of backends),
+        as a caller that does not pass it gets. Callees are judged without it.
+        """
+        result = self.outcome(function, arch, backend)
+        return result.value, list(result.chain)
+
+    def counts(self) -> Counter[str]:
+        """Facts per kind (of the modules read so far)."""
+        return Counter(f.kind for facts in self.facts.values() for f in facts)
+
+
+def build_kernel_library(index: Index, guard: GuardFn | None = None) -> KernelLibrary:
+    """The kernel library of ``index``'s tree (FlashInfer), ready for ``support``."""
+    library = KernelLibrary(index, guard)
+    library.scan()
+    return library

@@ -1,0 +1,78 @@
+"""Plain data the kernels stage produces: facts, dispatch branches, call edges.
+
+Everything is frozen and slotted and holds no parse-tree node. Function names
+are fully qualified: ``flashinfer.fused_moe.core.get_trtllm_moe_sm100_module``,
+methods ``module.Class.method``, nested functions ``module.outer.inner``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guardscan.predicate import Predicate
+
+__all__ = [
+    "KernelFact",
+    "Branch",
+    "BackendCheck",
+    "GuardFn",
+    "FACT_KINDS",
+    "SPECIFICITY",
+    "JIT_NOTE",
+]
+
+#: ``guard(expr_text, rel, scope, line) -> Predicate``: the vocabulary's reading
+#: of a guard expression in context (helpers such as ``is_sm100a_supported``).
+GuardFn = Callable[[str, str, str, int], Predicate]
+
+FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check")
+
+#: How much a fact of each kind says about *which kernels exist* for an arch;
+#: when several facts decide, the evidence chain ends at the most specific one.
+#: A decorator names exact capabilities; a raising check is the code's own
+#: word; a JIT spec only says what compiles; a dispatch only says a branch
+#: exists (its callee says more).
+SPECIFICITY = {
+    "decorator": 5,
+    "backend-requirement": 5,
+    "check": 4,
+    "jit-spec": 3,
+    "dispatch": 2,
+}
+
+JIT_NOTE = "a JIT spec says what compiles for the arch, not which kernels exist"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelFact:
+    """One statement in the kernel library's source about where a function runs."""
+
+    function: str
+    kind: str  # one of FACT_KINDS
+    rel: str
+    line: int
+    text: str  # the line holding the fact
+    predicate: Predicate  # the archs it runs on
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One arm of a per-arch dispatch: the archs it is taken on and what it calls."""
+
+    predicate: Predicate
+    callees: tuple[str, ...]
+    rel: str
+    line: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackendCheck:
+    """One entry of a ``@backend_requirement`` table."""
+
+    backend: str
+    check: str  # the check function (qualified when resolved, else as written)
+    predicate: Predicate
+    line: int

@@ -1,0 +1,170 @@
+"""Does a kernel-library function run on an arch? Facts and callees, combined.
+
+The rule, for function ``f`` on arch ``A`` (Kleene logic, UNKNOWN never turns
+into TRUE or FALSE by itself):
+
+* ``f``'s own facts must all hold (a conjunction): one that is FALSE on ``A``
+  makes ``f`` FALSE.
+* Each call edge carries the condition of its call site. A call whose
+  condition is FALSE on ``A`` is not made there (the other branch of a
+  capability ``select`` is taken); one whose condition is TRUE is *required*: a
+  FALSE callee makes ``f`` FALSE. A call under an undecided condition (a
+  config flag, a backend not chosen, a closure called later) cannot make ``f``
+  FALSE; a FALSE there is kept as a caveat.
+* TRUE needs positive evidence: a fact (own, or on a required callee) that is
+  TRUE on ``A`` with every part of it decided, and nothing FALSE on the
+  required path. Otherwise UNKNOWN.
+
+The evidence chain has one ``kernel`` Evidence per call hop and ends at the
+deciding fact's line; when several facts decide, the most specific kind wins
+(decorator / backend-requirement > check > jit-spec > dispatch), and when facts
+disagree the deciding hop's note names the other one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from guardscan.arch import Arch
+from guardscan.kernels.callgraph import Edge
+from guardscan.kernels.conditions import BACKEND_OPTION
+from guardscan.kernels.model import SPECIFICITY, KernelFact
+from guardscan.predicate import Context, Predicate, Tri, atoms
+from guardscan.results import Evidence, Role
+
+__all__ = ["Outcome", "SupportSolver", "MAX_DEPTH"]
+
+#: Longer call chains are cut (UNKNOWN); real ones are under a dozen hops.
+MAX_DEPTH = 64
+#: Caveats kept per function (the first ones, in call-line order).
+MAX_CAVEATS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    rank: int
+    chain: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    value: Tri
+    chain: tuple[Evidence, ...] = ()
+    rank: int = 0
+    caveats: tuple[tuple[Evidence, ...], ...] = field(default=())
+
+
+_NOTHING = Outcome(Tri.UNKNOWN)
+
+
+def decided(pred: Predicate, ctx: Context) -> bool:
+    """Every part of ``pred`` is decided in ``ctx`` (no UNKNOWN leaf)."""
+    return all(a.evaluate(ctx) is not Tri.UNKNOWN for a in atoms(pred))
+
+
+def _fact_evidence(fact: KernelFact, value: Tri, extra: str = "") -> Evidence:
+    note = f"{fact.kind}: {fact.predicate.describe()} -> {value.value}"
+    if fact.note:
+        note += f" ({fact.note})"
+    if extra:
+        note += f"; {extra}"
+    return Evidence(fact.rel, fact.line, Role.KERNEL.value, fact.text, note)
+
+
+def _pick(candidates: list[_Candidate]) -> _Candidate:
+    return max(candidates, key=lambda c: (c.rank, -len(c.chain)))
+
+
+class SupportSolver:
+    """Memoised per (function, arch, backend); cycles and deep chains give UNKNOWN."""
+
+    def __init__(self, facts_of: Callable[[str, str | None], list[KernelFact]],
+                 edges_of: Callable[[str, str | None], Iterable[Edge]],
+                 line_text: Callable[[str, int], str]) -> None:
+        self.facts_of = facts_of
+        self.edges_of = edges_of
+        self.line_text = line_text
+        self._memo: dict[tuple[str, Arch, str | None], Outcome] = {}
+
+    def solve(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:
+        return self._node(function, arch, backend, set(), 0)
+
+    def _node(self, function: str, arch: Arch, backend: str | None, visiting: set[str],
+              depth: int) -> Outcome:
+        key = (function, arch, backend)
+        if key in self._memo:
+            return self._memo[key]
+        if function in visiting or depth > MAX_DEPTH:
+            return _NOTHING
+        visiting.add(function)
+        try:
+            outcome = self._combine(function, arch, backend, visiting, depth)
+        finally:
+            visiting.discard(function)
+        self._memo[key] = outcome
+        return outcome
+
+    def _combine(self, function: str, arch: Arch, backend: str | None, visiting: set[str],
+                 depth: int) -> Outcome:
+        # "auto" lets FlashInfer pick among its backends: which one runs stays open
+        chosen = backend if backend and backend != "auto" else None
+        ctx = Context(arch=arch, options={BACKEND_OPTION: chosen} if chosen else {})
+        falses: list[_Candidate] = []
+        trues: list[_Candidate] = []
+        caveats: list[tuple[Evidence, ...]] = []
+        own: list[tuple[KernelFact, Tri]] = []
+        for fact in self.facts_of(function, backend):
+            value = fact.predicate.evaluate(ctx)
+            own.append((fact, value))
+            rank = SPECIFICITY.get(fact.kind, 1)
+            if value is Tri.FALSE:
+                falses.append(_Candidate(rank, (_fact_evidence(fact, value),)))
+            elif value is Tri.TRUE and decided(fact.predicate, ctx):
+                trues.append(_Candidate(rank, (_fact_evidence(fact, value),)))
+        for edge in sorted(self.edges_of(function, backend), key=lambda e: (e.line, e.callee)):
+            when = edge.condition.evaluate(ctx)
+            if when is Tri.FALSE:
+                continue
+            sub = self._node(edge.callee, arch, None, visiting, depth + 1)
+            if sub.value is Tri.UNKNOWN and not sub.chain:
+                continue
+            hop = self._hop(edge, when)
+            chain = (hop, *sub.chain)
+            if sub.value is Tri.FALSE:
+                if when is Tri.TRUE:
+                    falses.append(_Candidate(sub.rank, chain))
+                else:
+                    caveats.append(chain)
+            elif sub.value is Tri.TRUE and when is Tri.TRUE:
+                trues.append(_Candidate(sub.rank, chain))
+            caveats.extend((hop, *c) for c in sub.caveats if when is Tri.TRUE)
+        caveats = caveats[:MAX_CAVEATS]
+        if falses:
+            best = _pick(falses)
+            chain = self._with_disagreement(best.chain, trues)
+            return Outcome(Tri.FALSE, chain, best.rank, tuple(caveats))
+        if trues:
+            best = _pick(trues)
+            return Outcome(Tri.TRUE, best.chain, best.rank, tuple(caveats))
+        return Outcome(Tri.UNKNOWN, (), 0, tuple(caveats))
+
+    def _hop(self, edge: Edge, when: Tri) -> Evidence:
+        callee = edge.callee
+        note = f"{edge.kind}: {edge.caller.rpartition('.')[2]} -> {callee}"
+        if edge.path_text:
+            note += f" when {edge.path_text}"
+            if edge.select:
+                note += f" (select, {when.value} here)"
+        return Evidence(edge.rel, edge.line, Role.KERNEL.value, self.line_text(edge.rel, edge.line),
+                        note)
+
+    @staticmethod
+    def _with_disagreement(chain: tuple[Evidence, ...],
+                           trues: list[_Candidate]) -> tuple[Evidence, ...]:
+        if not trues or not chain:
+            return chain
+        other = _pick(trues).chain[-1]
+        last = chain[-1]
+        note = f"{last.note}; disagrees with {other.path}:{other.line} ({other.note})"
+        return (*chain[:-1], Evidence(last.path, last.line, last.role, last.text, note))

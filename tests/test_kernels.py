@@ -1,0 +1,440 @@
+"""The kernels stage: one fixture tree per fact form, then real FlashInfer releases.
+
+Each fixture under ``fixtures/kernels_<form>/flashinfer/`` is a tiny package
+written the way FlashInfer writes that form; the tests pin the exact facts
+(function, kind, line, predicate) and evaluate them over the standard archs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from guardscan.acquire import SourceTree
+from guardscan.arch import Arch, parse_arch, standard_archs
+from guardscan.index import Index
+from guardscan.kernels import KernelFact, KernelLibrary, build_kernel_library
+from guardscan.predicate import Context, Device, Predicate, Tri, Unknown, conj, disj
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def fixture_library(form: str, guard=None) -> KernelLibrary:  # type: ignore[no-untyped-def]
+    root = FIXTURES / f"kernels_{form}"
+    files = tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")))
+    tree = SourceTree(root=root, package="flashinfer", version="0.0.0", files=files,
+                      origin=str(root))
+    return build_kernel_library(Index(tree), guard=guard)
+
+
+def facts_of(library: KernelLibrary, function: str, kind: str | None = None) -> list[KernelFact]:
+    library.expand(function)
+    return [f for f in library.facts.get(function, []) if kind is None or f.kind == kind]
+
+
+def truth(pred: Predicate) -> dict[str, str]:
+    return {a.name: pred.evaluate(Context(arch=a)).value for a in standard_archs()}
+
+
+def on(archs: str, pred: Predicate) -> None:
+    """``pred`` is TRUE exactly on ``archs`` (space separated) among the standard set."""
+    expected = {a.name: ("true" if a.name in archs.split() else "false") for a in standard_archs()}
+    assert truth(pred) == expected, f"{pred.describe()}: expected {expected}, got {truth(pred)}"
+
+
+def support(library: KernelLibrary, function: str, arch: str, backend: str | None = None,
+            ) -> tuple[Tri, list]:  # type: ignore[type-arg]
+    return library.support(function, parse_arch(arch), backend)
+
+
+SM = "flashinfer"
+
+
+# -- form 1: @supported_compute_capability ---------------------------------------------------
+class TestDecorator:
+    lib = fixture_library("decorator")
+
+    @pytest.mark.parametrize("function, line, ccs", [
+        ("flashinfer.gemm.mm_fp4", 7, (100, 103, 110, 120, 121)),
+        ("flashinfer.gemm.mm_fp8", 12, (90, 100, 103)),  # a module constant
+        ("flashinfer.gemm.Runner.run", 18, (120, 121)),  # a method
+    ])
+    def test_fact(self, function: str, line: int, ccs: tuple[int, ...]) -> None:
+        (fact,) = facts_of(self.lib, function, "decorator")
+        assert fact.predicate == Device("sm", "in", ccs)
+        assert (fact.rel, fact.line) == ("flashinfer/gemm.py", line)
+        assert fact.text.startswith("@")
+
+    @pytest.mark.parametrize("function", ["flashinfer.gemm.not_a_fact",
+                                          "flashinfer.gemm.computed_list"])
+    def test_no_fact(self, function: str) -> None:
+        assert facts_of(self.lib, function) == []
+
+    def test_evaluation(self) -> None:
+        (fact,) = facts_of(self.lib, "flashinfer.gemm.mm_fp4", "decorator")
+        on("sm100 sm103 sm110 sm120 sm121", fact.predicate)
+
+    def test_support_through_export(self) -> None:
+        assert support(self.lib, "flashinfer.mm_fp8", "sm90")[0] is Tri.TRUE
+        value, chain = support(self.lib, "flashinfer.mm_fp8", "sm120")
+        assert value is Tri.FALSE
+        assert [(e.path, e.line, e.role) for e in chain] == [("flashinfer/gemm.py", 12, "kernel")]
+
+
+# -- form 2: @backend_requirement --------------------------------------------------------------
+class TestBackendRequirement:
+    lib = fixture_library("backend_requirement")
+
+    def test_union_over_backends(self) -> None:
+        (fact,) = facts_of(self.lib, "flashinfer.gemm.mm", "backend-requirement")
+        assert fact.predicate == Device("sm", "in", (100, 103, 120, 121))
+        assert fact.line == 27 and fact.text == "@backend_requirement("
+        assert "trtllm: SM (major*10+minor) in [100, 103]" in fact.note
+        checks = {c.backend: c for c in self.lib.backend_checks["flashinfer.gemm.mm"]}
+        assert checks["trtllm"].check == "flashinfer.gemm._trtllm_requirement"
+        assert checks["trtllm"].line == 29
+
+    def test_common_check_only(self) -> None:
+        (fact,) = facts_of(self.lib, "flashinfer.gemm.hopper_kernel", "backend-requirement")
+        on("sm90", fact.predicate)
+
+    def test_undeclared_check_is_unknown(self) -> None:
+        (fact,) = facts_of(self.lib, "flashinfer.gemm.undeclared", "backend-requirement")
+        assert isinstance(fact.predicate, Unknown)
+        assert support(self.lib, "flashinfer.gemm.undeclared", "sm100")[0] is Tri.UNKNOWN
+
+    @pytest.mark.parametrize("backend, arch, value, line", [
+        (None, "sm120", Tri.TRUE, 9),  # the default backend is "cudnn"
+        ("cudnn", "sm120", Tri.TRUE, 9),
+        ("trtllm", "sm120", Tri.FALSE, 4),  # ends at _trtllm_requirement's decorator
+        ("trtllm", "sm100", Tri.TRUE, 4),
+        ("auto", "sm120", Tri.TRUE, 27),  # "auto": the union
+        ("auto", "sm90", Tri.FALSE, 27),
+        ("nope", "sm100", Tri.FALSE, 27),  # not in the table: BackendSupportedError
+    ])
+    def test_support_per_backend(self, backend: str | None, arch: str, value: Tri,
+                                 line: int) -> None:
+        got, chain = support(self.lib, "flashinfer.gemm.mm", arch, backend)
+        assert got is value
+        assert chain[-1].line == line
+
+
+# -- form 3: JIT specs ----------------------------------------------------------------------------
+class TestJitSpec:
+    lib = fixture_library("jit_spec")
+    M = "flashinfer.jit.modules"
+
+    def test_supported_major_versions_line(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.gen_trtllm_module", "jit-spec")
+        assert fact.predicate == Device("major", "in", (10,))
+        assert (fact.line, fact.text) == (13, "supported_major_versions=[10]")
+        assert "not which kernels exist" in fact.note
+
+    @pytest.mark.parametrize("function, archs", [
+        ("gen_sm100_module", "sm100"),  # sm100a flags from jit/core.py
+        ("gen_hopper_module", "sm90"),
+        ("gen_family_module", "sm100 sm120 sm121"),  # 120f (family) or 100a
+        ("gen_literal_module", "sm103"),  # a -gencode flag written in place
+    ])
+    def test_gencode(self, function: str, archs: str) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.{function}", "jit-spec")
+        on(archs, fact.predicate)
+
+    def test_conditional_spec_is_unknown_where_it_matters(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.gen_conditional_module", "jit-spec")
+        values = truth(fact.predicate)
+        assert values["sm100"] == "true" and values["sm120"] == "unknown"
+
+    def test_none_is_not_a_fact(self) -> None:
+        assert facts_of(self.lib, f"{self.M}.gen_any_module") == []
+
+
+# -- form 4: dispatch -----------------------------------------------------------------------------
+class TestDispatch:
+    lib = fixture_library("dispatch")
+    M = "flashinfer.moe"
+
+    def test_chain_dispatch_fact(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.get_moe_module", "dispatch")
+        on("sm100 sm110 sm120 sm121", fact.predicate)
+        assert fact.text == 'raise ValueError(f"Invalid backend: {backend}")'
+        assert "unknown-key" not in fact.note
+        arms = [(b.predicate, b.callees) for b in self.lib.branches[f"{self.M}.get_moe_module"]]
+        assert arms == [
+            (Device("sm", "in", (120, 121)), ("flashinfer.jit.moe.gen_moe_sm120_module",)),
+            (Device("sm", "in", (100, 110)), ("flashinfer.jit.moe.gen_moe_sm100_module",)),
+        ]
+
+    @pytest.mark.parametrize("arch, value, last_line", [
+        ("sm120", Tri.TRUE, 10),  # the sm120 branch, its JIT spec: majors [12]
+        ("sm100", Tri.TRUE, 14),
+        ("sm90", Tri.FALSE, 16),  # the dispatch raises
+        ("sm103", Tri.FALSE, 16),
+    ])
+    def test_support_follows_the_branch(self, arch: str, value: Tri, last_line: int) -> None:
+        got, chain = support(self.lib, f"{self.M}.moe", arch)
+        assert got is value
+        assert chain[0].line == 23  # moe -> get_moe_module
+        assert chain[-1].line == last_line
+        if arch == "sm120":
+            assert "gen_moe_sm120_module" in chain[1].note and "select" in chain[1].note
+
+    def test_table_dispatch(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.get_quant_module", "dispatch")
+        on("sm90 sm120", fact.predicate)
+        assert support(self.lib, f"{self.M}.quant", "sm90")[0] is Tri.TRUE
+        got, chain = support(self.lib, f"{self.M}.quant", "sm120")
+        assert got is Tri.TRUE and chain[1].line == 29  # the "120": entry
+        assert support(self.lib, f"{self.M}.quant", "sm100")[0] is Tri.FALSE
+
+    def test_int_keyed_dispatch(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.get_gemm_module", "dispatch")
+        on("sm100 sm103 sm110 sm120 sm121", fact.predicate)
+        assert support(self.lib, f"{self.M}.gemm", "sm121")[0] is Tri.TRUE
+        assert support(self.lib, f"{self.M}.gemm", "sm90")[0] is Tri.FALSE
+
+    def test_unknown_key_reads_literals_as_sm(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.by_name", "dispatch")
+        assert "unknown-key" in fact.note
+        on("sm120", fact.predicate)
+
+    def test_select_without_raise_is_a_union(self) -> None:
+        function = f"{self.M}.pick"
+        assert facts_of(self.lib, function) == []
+        assert support(self.lib, function, "sm120")[0] is Tri.TRUE
+        assert support(self.lib, function, "sm100")[0] is Tri.TRUE
+        got, chain = support(self.lib, function, "sm90")  # the else branch: majors [10, 11]
+        assert got is Tri.FALSE and chain[-1].line == 14
+        edge = self.lib.graph.edges[function, "flashinfer.jit.moe.gen_moe_sm120_module"]
+        assert edge["select"] is True and edge["path_text"] == "cap[0] == 12"
+
+
+# -- form 5: explicit checks ----------------------------------------------------------------------
+def _fake_guard(text: str, rel: str, scope: str, line: int) -> Predicate:
+    """What the vocabulary answers for the helper used in the fixture."""
+    if text.startswith("is_sm100a_supported("):
+        return Device("cap", "==", (10, 0))
+    return Unknown(text)
+
+
+class TestCheck:
+    lib = fixture_library("check")
+    guarded = fixture_library("check", guard=_fake_guard)
+    M = "flashinfer.ops"
+
+    def test_raise_under_capability(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.needs_blackwell", "check")
+        assert fact.predicate == Device("major", ">=", 10)
+        assert (fact.line, fact.text) == (6, "if major < 10:")
+
+    def test_helper_needs_the_guard(self) -> None:
+        assert facts_of(self.lib, f"{self.M}.needs_sm100a") == []
+        (fact,) = facts_of(self.guarded, f"{self.M}.needs_sm100a", "check")
+        on("sm100", fact.predicate)
+        assert support(self.guarded, f"{self.M}.needs_sm100a", "sm103")[0] is Tri.FALSE
+
+    def test_mixed_condition_stays_unknown(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.fp8_on_hopper_only", "check")
+        values = truth(fact.predicate)
+        assert values["sm90"] == "true" and values["sm100"] == "unknown"
+        # TRUE there is not positive evidence: the condition is not decided
+        assert support(self.lib, f"{self.M}.fp8_on_hopper_only", "sm90")[0] is Tri.UNKNOWN
+        assert support(self.lib, f"{self.M}.fp8_on_hopper_only", "sm100")[0] is Tri.UNKNOWN
+
+    def test_assert(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.asserted", "check")
+        on("sm100 sm103 sm110", fact.predicate)
+
+    def test_raise_after_early_return(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.early_return", "check")
+        on("sm90 sm100 sm103 sm110 sm120 sm121", fact.predicate)
+
+    @pytest.mark.parametrize("function", ["in_handler", "not_about_device"])
+    def test_not_a_check(self, function: str) -> None:
+        assert facts_of(self.lib, f"{self.M}.{function}") == []
+
+
+# -- form 6: re-exports ---------------------------------------------------------------------------
+class TestExports:
+    lib = fixture_library("exports")
+
+    @pytest.mark.parametrize("public, definition", [
+        ("flashinfer.cutlass_fused_moe", "flashinfer.fused_moe.core.cutlass_fused_moe"),
+        ("flashinfer.fused_moe.cutlass_fused_moe", "flashinfer.fused_moe.core.cutlass_fused_moe"),
+        ("flashinfer.fused_moe.MoERunner", "flashinfer.fused_moe.core.MoERunner"),
+        ("flashinfer.fp4_quantize", "flashinfer.quant.fp4_quantize"),
+        ("flashinfer.quantize_alias", "flashinfer.quant.fp4_quantize"),  # via `quantize = ...`
+        ("flashinfer.public_fn", "flashinfer.star_mod.public_fn"),  # star import
+        ("flashinfer.fast_op", "flashinfer.optional.fast_op"),  # under contextlib.suppress
+    ])
+    def test_export(self, public: str, definition: str) -> None:
+        assert self.lib.exports[public] == definition
+        assert self.lib.resolve(public) == definition
+
+    def test_module_paths_and_misses(self) -> None:
+        assert self.lib.resolve("flashinfer.gemm.mm_fp4") == "flashinfer.gemm.mm_fp4"
+        assert self.lib.resolve("flashinfer.quant.fp4_quantize") == "flashinfer.quant.fp4_quantize"
+        assert self.lib.resolve("flashinfer.does_not_exist") is None
+        assert self.lib.resolve("flashinfer._private_fn") is None
+        assert "flashinfer.does_not_exist" not in self.lib.exports
+
+
+# -- form 7: call graph ---------------------------------------------------------------------------
+class TestCallGraph:
+    lib = fixture_library("callgraph")
+    M = "flashinfer.core"
+
+    def edges(self, function: str) -> dict[str, dict[str, object]]:
+        self.lib.expand(function)
+        return {v: d for _, v, d in self.lib.graph.out_edges(function, data=True)}
+
+    def test_closure_and_class_body(self) -> None:
+        out = self.edges(f"{self.M}.get_sm100_module")
+        assert out["flashinfer.jit.spec.gen_sm100_module"]["kind"] == "call"
+        assert out[f"{self.M}.make_config"]["line"] == 20  # runs in the class body
+        assert out[f"{self.M}.get_sm100_module.MoERunner.forward"]["kind"] == "defines"
+
+    @pytest.mark.parametrize("function, callee", [
+        ("via_module_attribute", "flashinfer.jit.spec.gen_portable_module"),
+        ("via_local_import", "flashinfer.jit.spec.gen_sm100_module"),
+        ("make_wrapper", "flashinfer.core.Wrapper.__init__"),
+        ("get_sm100_module.MoERunner.forward", "flashinfer.core.get_sm100_module.MoERunner.helper"),
+    ])
+    def test_resolved(self, function: str, callee: str) -> None:
+        assert callee in self.edges(f"{self.M}.{function}")
+
+    def test_unresolved_is_listed_not_guessed(self) -> None:
+        self.lib.expand(f"{self.M}.calls_missing")
+        missing = {(caller.rpartition(".")[2], callee) for caller, callee, _, _ in
+                   self.lib.unresolved}
+        assert ("calls_missing", "missing_function") in missing
+        assert ("helper", "undefined_helper") in missing
+        assert not any(callee.startswith("torch") for _, callee in missing)
+
+    def test_chain_to_the_jit_spec(self) -> None:
+        value, chain = support(self.lib, f"{self.M}.entry", "sm120")
+        assert value is Tri.FALSE
+        assert [(e.path, e.line) for e in chain] == [
+            ("flashinfer/core.py", 36), ("flashinfer/core.py", 17), ("flashinfer/jit/spec.py", 11)]
+        assert chain[-1].text == "return ctx.get_nvcc_flags_list(supported_major_versions=[10])"
+        assert all(e.role == "kernel" for e in chain)
+        assert support(self.lib, f"{self.M}.entry", "sm100")[0] is Tri.TRUE
+
+    def test_cycles_terminate(self) -> None:
+        assert support(self.lib, f"{self.M}.cycle_a", "sm120")[0] in (Tri.UNKNOWN, Tri.FALSE)
+        assert support(self.lib, f"{self.M}.cycle_b", "sm100")[0] is Tri.TRUE
+
+    def test_backend_keyed_lambdas(self) -> None:
+        mm = f"{self.M}.mm"
+        assert support(self.lib, mm, "sm120", backend="cudnn")[0] is Tri.TRUE
+        assert support(self.lib, mm, "sm120", backend="trtllm")[0] is Tri.FALSE
+        # "auto": either could run; the trtllm exclusion is a caveat, not a verdict,
+        # and the cudnn branch alone is no positive evidence
+        result = self.lib.outcome(mm, parse_arch("sm120"))
+        assert result.value is Tri.UNKNOWN and not result.chain
+        assert result.caveats[0][-1].text.endswith("supported_major_versions=[10])")
+
+    def test_class_support_uses_init(self) -> None:
+        assert support(self.lib, f"{self.M}.Wrapper", "sm120")[0] is Tri.FALSE
+
+
+# -- predicates used above ------------------------------------------------------------------------
+def test_gencode_predicates() -> None:
+    from guardscan.kernels.jit_spec import gencode_predicate
+
+    assert gencode_predicate("-gencode=arch=compute_100a,code=sm_100a") == Device(
+        "cap", "==", (10, 0))
+    assert gencode_predicate("compute_120f") == Device("major", "==", 12)
+    assert gencode_predicate("compute_103f") == conj(Device("major", "==", 10),
+                                                     Device("minor", ">=", 3))
+    assert gencode_predicate("compute_90a compute_100a") == disj(
+        Device("cap", "==", (9, 0)), Device("cap", "==", (10, 0)))
+    assert gencode_predicate("compute_{major}{minor}") is None
+
+
+# -- real releases ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fi063(flashinfer_063: SourceTree) -> KernelLibrary:
+    return build_kernel_library(Index(flashinfer_063))
+
+
+@pytest.fixture(scope="module")
+def fi072(flashinfer_072: SourceTree) -> KernelLibrary:
+    return build_kernel_library(Index(flashinfer_072))
+
+
+SM120 = Arch(12, 0)
+SM100 = Arch(10, 0)
+TRTLLM_MOE = ["trtllm_fp4_block_scale_moe", "trtllm_fp8_block_scale_moe",
+              "trtllm_fp8_per_tensor_scale_moe", "trtllm_bf16_moe"]
+
+
+@pytest.mark.parametrize("entry", TRTLLM_MOE)
+def test_063_trtllm_moe_not_on_sm120(fi063: KernelLibrary, entry: str) -> None:
+    # trtllm_bf16_moe is not re-exported by flashinfer/__init__.py in 0.6.3
+    assert fi063.resolve(f"flashinfer.fused_moe.{entry}") == f"flashinfer.fused_moe.core.{entry}"
+    value, chain = fi063.support(f"flashinfer.fused_moe.{entry}", SM120)
+    assert value is Tri.FALSE
+    last = chain[-1]
+    assert (last.path, last.text) == ("flashinfer/jit/fused_moe.py", "supported_major_versions=[10]")
+    assert any("get_trtllm_moe_sm100_module" in e.note for e in chain)
+    assert fi063.support(f"flashinfer.fused_moe.{entry}", SM100)[0] is Tri.TRUE
+
+
+def test_063_cutlass_moe_dispatches_to_sm120(fi063: KernelLibrary) -> None:
+    function = fi063.resolve("flashinfer.fused_moe.cutlass_fused_moe")
+    assert function == "flashinfer.fused_moe.core.cutlass_fused_moe"
+    value, chain = fi063.support(function, SM120)
+    assert value is not Tri.FALSE
+    assert any("gen_cutlass_fused_moe_sm120_module" in e.note for e in chain)
+    assert chain[-1].text == "supported_major_versions=[12]"
+    (dispatch,) = [f for f in fi063.facts["flashinfer.fused_moe.core.get_cutlass_fused_moe_module"]
+                   if f.kind == "dispatch"]
+    assert "unknown-key" not in dispatch.note
+    assert dispatch.predicate.evaluate(Context(arch=Arch(8, 0))) is Tri.FALSE
+
+
+def test_063_cudnn_fp4_gemm_on_sm120(fi063: KernelLibrary) -> None:
+    assert fi063.resolve("flashinfer.mm_fp4") == "flashinfer.gemm.gemm_base.mm_fp4"
+    value, chain = fi063.support("flashinfer.mm_fp4", SM120, backend="cudnn")
+    assert value is Tri.TRUE
+    assert chain[-1].text == "@supported_compute_capability([100, 103, 110, 120, 121])"
+    assert fi063.support("flashinfer.mm_fp4", SM120, backend="trtllm")[0] is Tri.FALSE
+
+
+def test_063_fp4_quantize_per_arch_table(fi063: KernelLibrary) -> None:
+    value, chain = fi063.support("flashinfer.fp4_quantize", SM120)
+    assert value is Tri.TRUE
+    assert any("gen_fp4_quantization_sm120_module" in e.note for e in chain)
+    assert fi063.support("flashinfer.fp4_quantize", Arch(8, 0))[0] is Tri.FALSE
+
+
+def test_063_fact_inventory(fi063: KernelLibrary) -> None:
+    counts = fi063.counts()
+    assert counts["decorator"] >= 20 and counts["backend-requirement"] >= 10
+    assert counts["jit-spec"] >= 30
+
+
+def test_072_trtllm_moe_compiles_for_sm120(fi072: KernelLibrary) -> None:
+    # 0.7.2 builds the TRT-LLM MoE module with supported_major_versions=[10, 12]
+    value, chain = fi072.support("flashinfer.trtllm_fp4_block_scale_moe", SM120)
+    assert value is not Tri.FALSE
+    assert chain[-1].text.startswith("supported_major_versions=[10, 12]")
+    assert fi072.support("flashinfer.trtllm_fp4_block_scale_moe", Arch(9, 0))[0] is Tri.FALSE
+
+
+def test_072_cutlass_moe_and_cudnn_gemm(fi072: KernelLibrary) -> None:
+    value, chain = fi072.support("flashinfer.cutlass_fused_moe", SM120)
+    assert value is not Tri.FALSE
+    assert any("gen_cutlass_fused_moe_sm120_module" in e.note for e in chain)
+    assert fi072.support("flashinfer.mm_fp4", SM120, backend="cudnn")[0] is Tri.TRUE
+
+
+def test_072_build_is_quick(flashinfer_072: SourceTree) -> None:
+    start = time.perf_counter()
+    library = build_kernel_library(Index(flashinfer_072))
+    built = time.perf_counter() - start
+    library.support("flashinfer.trtllm_fp4_block_scale_moe", SM120)
+    assert built < 60, f"build took {built:.1f}s"
