@@ -151,7 +151,7 @@ def _run_scan(argv: list[str]) -> int:
     from guardscan.report import render
     from guardscan.scan import analyse
 
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_intermixed_args(argv)
     args.option_list = args.option
     opts = _scan_options(args)
     analysis = analyse(opts)
@@ -180,7 +180,7 @@ def _run_explain(argv: list[str]) -> int:
     from guardscan.explain import explain
     from guardscan.scan import analyse
 
-    args = build_explain_parser().parse_args(argv)
+    args = build_explain_parser().parse_intermixed_args(argv)
     args.option_list = [args.option] if args.option else None
     opts = _scan_options(args)
     analysis = analyse(opts)

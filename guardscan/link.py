@@ -39,6 +39,7 @@ from guardscan.predicate import (
     OptionIs,
     Predicate,
     QuantIs,
+    Unknown,
     atoms,
     conj,
     mentions_device,
@@ -60,6 +61,8 @@ __all__ = ["Hop", "Finding", "KernelCall", "Links", "collect_links", "option_mod
 
 #: How many calls away from a choice's own code a gate still counts.
 FOLLOW_DEPTH = 2
+#: Definition lines shown per guard (the closest first: the rest is in the graph).
+MAX_DEFINITION_HOPS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +115,19 @@ def option_model(options: Iterable[OptionInfo], enums: Iterable[object],
         model.dests[quantization.dest] = quantization.choices
         model.quantization = quantization.dest
     for enum in enums:
-        dests = tuple(getattr(enum, "option_dests", ()))
-        if not dests:
-            continue
-        primary = min(dests, key=len)
         qualname = str(getattr(enum, "qualname"))
-        model.enum_dests[qualname.rsplit(".", 1)[-1]] = primary
+        short = qualname.rsplit(".", 1)[-1]
+        dests = tuple(getattr(enum, "option_dests", ()))
+        primary = min(dests, key=len) if dests else None
+        for method, values in getattr(enum, "predicates"):
+            model.enum_predicates.setdefault(method, []).append(
+                (short, primary, frozenset(values)))
+        if primary is None:
+            continue
+        model.enum_dests[short] = primary
         model.enum_dests[qualname] = primary
         for member, value in getattr(enum, "members"):
-            model.enum_members[f"{qualname.rsplit('.', 1)[-1]}.{member}"] = value
-        for method, values in getattr(enum, "predicates"):
-            model.enum_predicates[method] = (primary, frozenset(values))
+            model.enum_members[f"{short}.{member}"] = value
     return model
 
 
@@ -146,6 +151,8 @@ class _Linker:
         self._cond_memo: dict[tuple[str, int], Predicate] = {}
         self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
+        self.quant_context: dict[tuple[str, str], set[str]] = {}
+        self.quant_dirs: set[str] = set()
 
     # -- conditions ------------------------------------------------------------------
     def cond(self, facts: FileFacts, signed: int, scope: str) -> Predicate:
@@ -160,7 +167,32 @@ class _Linker:
         return pred if signed > 0 else neg(pred)
 
     def path(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> Predicate:
-        return conj(*(self.cond(facts, s, scope) for s in path))
+        """The condition of a path.
+
+        In an ``if/elif`` chain that dispatches on an option, an earlier branch
+        whose test says nothing about device or options (a plug-in lookup such as
+        ``(f := CUSTOM.get(name)) is not None``) is taken as not taken: the chain
+        exists to reach the option's own branch. Errs toward finding a gate.
+        """
+        parts = []
+        for position, signed in enumerate(path):
+            pred = self.cond(facts, signed, scope)
+            if signed < 0 and self._extension_point(facts, path, position, scope, pred):
+                continue
+            parts.append(pred)
+        return conj(*parts)
+
+    def _extension_point(self, facts: FileFacts, path: tuple[int, ...], position: int,
+                         scope: str, pred: Predicate) -> bool:
+        if not all(isinstance(a, Unknown) for a in atoms(pred)):
+            return False
+        for later in path[position + 1:]:
+            cond = facts.cond(later)
+            if cond.kind != "elif":
+                return False
+            if later > 0:
+                return bool(_option_atoms(self.cond(facts, later, scope)))
+        return False
 
     def guard_hops(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> list[Hop]:
         hops = []
@@ -170,9 +202,14 @@ class _Linker:
                 cond = facts.cond(signed)
                 hops.append(Hop(facts.rel, cond.line, "guard",
                                 ("" if signed > 0 else "not ") + pred.describe()))
+                shown = 0
                 for trel, tline in self._trail_memo.get((facts.rel, abs(signed)), ()):
-                    if (trel, tline) != (facts.rel, cond.line):
-                        hops.append(Hop(trel, tline, "definition", ""))
+                    text = self.index.line_text(trel, tline)
+                    if (trel, tline) == (facts.rel, cond.line) or text.startswith(
+                            ("import ", "from ")) or shown >= MAX_DEFINITION_HOPS:
+                        continue
+                    shown += 1
+                    hops.append(Hop(trel, tline, "definition", "what the guard means"))
         return hops
 
     def failure_conditions(self, facts: FileFacts, scope_filter: str | None = None,
@@ -191,6 +228,18 @@ class _Linker:
                    conj(self.path(facts, afact.path, afact.scope), neg(test)), afact.path)
 
     # -- direct gates and defaults -------------------------------------------------------
+    def quant_condition(self, rel: str, scope: str) -> Predicate:
+        """Code of a quantization method runs only under that method: classes a
+        method's config instantiates get ``QuantIs``, other code beside them an
+        undecidable condition, so neither blocks a choice by itself."""
+        top = scope.split(".")[0]
+        methods = self.quant_context.get((rel, top))
+        if methods:
+            return QuantIs(frozenset(methods))
+        if any(rel.startswith(d) for d in self.quant_dirs):
+            return Unknown("code used only by some quantization method")
+        return Const(True)
+
     def scan_file(self, rel: str) -> None:
         facts = self.index.facts(rel)
         if facts is None:
@@ -198,6 +247,7 @@ class _Linker:
         for scope, line, text, cond, path in self.failure_conditions(facts):
             if not mentions_device(cond):
                 continue
+            cond = conj(self.quant_condition(rel, scope), cond)
             option_atoms = _option_atoms(cond)
             dests = sorted({a.option for a in option_atoms})
             hops = tuple(self.guard_hops(facts, path, scope))
@@ -446,20 +496,9 @@ class _Linker:
                     "quant-gate", trel, tline, conj(region, tcond, gate),
                     (Hop(crel, vline, "quant", f"{method}: {cqual}.{tname}() returns {number}"),),
                     text=ttext))
+            self.quant_dirs.add(crel.rsplit("/", 1)[0] + "/")
             for qrel, qscope in self._classes_of(crel, cqual):
-                qfacts = self.index.facts(qrel)
-                if qfacts is None:
-                    continue
-                for scope, line, text, cond, path in self.failure_conditions(qfacts):
-                    if scope.split(".")[0] != qscope or not mentions_device(cond):
-                        continue
-                    hops = (Hop(crel, 0, "quant", f"{method} uses {qscope}"),
-                            *self.guard_hops(qfacts, path, scope))
-                    dests = sorted({a.option for a in _option_atoms(cond)})
-                    for dest in dests or [None]:  # type: ignore[list-item]
-                        self.links.findings.append(Finding(
-                            "quant-gate", qrel, line, conj(region, cond), hops, option=dest,
-                            text=text))
+                self.quant_context.setdefault((qrel, qscope), set()).add(method)
 
     def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
         """Methods compared with the device capability in a raising check:
@@ -524,7 +563,9 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     linker = _Linker(index, vocab, options, quantization)
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
-    for rel in candidates:
+    linker.scan_quantization()
+    quant_files = sorted({rel for rel, _ in linker.quant_context} - set(candidates))
+    for rel in [*candidates, *quant_files]:
         linker.scan_file(rel)
     for rel in candidates:
         linker.follow_region_calls(rel)
@@ -534,6 +575,5 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                                Hop(rel, line, "link", f"registered for {choice}"))
     for dest, choice, rel in linker.named_modules():
         linker.scan_selects(dest, choice, rel)
-    linker.scan_quantization()
     return linker.links
 

@@ -28,61 +28,52 @@ gate reached by a longer path is missed (errs toward unknown/supported);
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
 from guardscan.arch import Arch, standard_archs
 from guardscan.index import Index
 from guardscan.link import Finding, Hop, KernelCall, Links
 from guardscan.predicate import (
-    FALSE,
-    TRUE,
+    And,
     Context,
+    Not,
+    Or,
     CudaAtLeast,
-    Device,
-    OptionIs,
-    Platform,
     Predicate,
     QuantIs,
     Tri,
-    Unknown,
     atoms,
     mentions_capability,
-    substitute,
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Verdict
 
 __all__ = ["judge", "possible", "KernelJudge"]
 
-#: Brute-force at most this many undecided atoms when asking "could it be true?".
-MAX_FREE_ATOMS = 10
 
 
 def possible(pred: Predicate, ctx: Context) -> bool:
-    """Could ``pred`` be TRUE on ``ctx`` for some value of what ``ctx`` leaves open?"""
+    """Could ``pred`` be TRUE on ``ctx`` for some value of what ``ctx`` leaves open?
+
+    Undecided atoms are treated as independent, which over-approximates (a
+    correlated ``x and not x`` counts as possible): it errs toward showing a
+    gate as a caveat, never toward calling a choice blocked.
+    """
+    return _may(pred, ctx)[0]
+
+
+def _may(pred: Predicate, ctx: Context) -> tuple[bool, bool]:
+    """(may be true, may be false)."""
+    if isinstance(pred, And):
+        parts = [_may(p, ctx) for p in pred.items]
+        return all(t for t, _ in parts), any(f for _, f in parts)
+    if isinstance(pred, Or):
+        parts = [_may(p, ctx) for p in pred.items]
+        return any(t for t, _ in parts), all(f for _, f in parts)
+    if isinstance(pred, Not):
+        may_true, may_false = _may(pred.item, ctx)
+        return may_false, may_true
     value = pred.evaluate(ctx)
-    if value is not Tri.UNKNOWN:
-        return value is Tri.TRUE
-    # fold what ctx decides, then try every value of what is left
-    decided: dict[Predicate, Predicate] = {}
-    free: list[Predicate] = []
-    for atom in atoms(pred):
-        if atom in decided or atom in free:
-            continue
-        atom_value = atom.evaluate(ctx)
-        if atom_value is Tri.UNKNOWN:
-            free.append(atom)
-        else:
-            decided[atom] = TRUE if atom_value is Tri.TRUE else FALSE
-    if len(free) > MAX_FREE_ATOMS:
-        return True
-    residue = substitute(pred, decided.get)
-    empty = Context()
-    for values in itertools.product((TRUE, FALSE), repeat=len(free)):
-        mapping = dict(zip(free, values))
-        if substitute(residue, mapping.get).evaluate(empty) is Tri.TRUE:
-            return True
-    return False
+    return value is not Tri.FALSE, value is not Tri.TRUE
 
 
 class KernelJudge:
@@ -107,8 +98,10 @@ def _role(role: str) -> str:
         role, role)
 
 
-def _finding_evidence(index: Index, finding: Finding, role: str, note: str) -> list[Evidence]:
-    chain = _hops_evidence(index, finding.hops)
+def _finding_evidence(index: Index, finding: Finding, role: str, note: str,
+                      guards: bool = True) -> list[Evidence]:
+    hops = finding.hops if guards else [h for h in finding.hops if h.role != "definition"]
+    chain = _hops_evidence(index, hops)
     chain.append(Evidence(finding.rel, finding.line, role,
                           index.line_text(finding.rel, finding.line), note))
     seen = set()
@@ -213,6 +206,10 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
     if value is Tri.UNKNOWN and possible(cond, ctx):
+        if not any(not possible(cond, Context(arch=other, options=ctx.options,
+                                                quantization=ctx.quantization))
+                   for other in all_archs):
+            return  # could raise on every arch alike: not architecture evidence
         undecided = _undecided(cond, ctx)
         quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
         if ctx.quantization is None and quant_atoms:
@@ -223,7 +220,8 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
                         conditions.append(f"blocked with --quantization {method}")
         caveats.extend(_finding_evidence(
             index, finding, "gate",
-            f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300]))
+            f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
+            guards=False))
         return
     if value is Tri.FALSE and mentions_capability(cond) and ctx.quantization is None or \
             value is Tri.FALSE and mentions_capability(cond):

@@ -40,6 +40,7 @@ from guardscan.predicate import (
     Predicate,
     QuantIs,
     Unknown,
+    atoms,
     conj,
     disj,
     flip_op,
@@ -54,6 +55,8 @@ _PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|
                              re.IGNORECASE)
 #: Nested evaluation steps before giving up (stays UNKNOWN, never guessed).
 MAX_DEPTH = 80
+#: A function whose meaning needs more atoms than this is not read as a guard.
+MAX_GUARD_ATOMS = 16
 _ARCH_WORDS = re.compile(
     r"(sm_?\d{2,3}|capabilit|blackwell|hopper|ampere|device_sm|compute_cap|\bgfx\d|is_sm|cuda_version)",
     re.IGNORECASE,
@@ -170,7 +173,9 @@ class OptionModel:
     """
 
     dests: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    enum_predicates: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    #: method -> [(enum class, dest or None when the enum models no option, values)]
+    enum_predicates: dict[str, list[tuple[str, str | None, frozenset[str]]]] = field(
+        default_factory=dict)
     enum_members: dict[str, str] = field(default_factory=dict)
     enum_dests: dict[str, str] = field(default_factory=dict)
     quantization: str | None = None
@@ -539,7 +544,10 @@ class Vocabulary:
         del raises  # a raise leaves without a value; the remaining returns decide
         if all(isinstance(v, (PredV, ConstV)) for _, v in results):
             parts = [conj(c, self.to_pred(v)) for c, v in results]
-            return PredV(disj(*parts))
+            pred = disj(*parts)
+            if len(atoms(pred)) > MAX_GUARD_ATOMS:
+                return UnkV(f"{fdef.name}() is too large to read as a guard")
+            return PredV(pred)
         device = [v for _, v in results if isinstance(v, (DevQ, CudaV))]
         if device and all(v == device[0] for v in device):
             # the other returns are fallbacks (non-CUDA platforms, probing errors):
@@ -863,6 +871,114 @@ class Vocabulary:
                 return Unknown(_unparse(node))
         return Unknown(_unparse(node))
 
+    def _dest_enum(self, dest: str) -> str:
+        for enum, enum_dest in self.options.enum_dests.items():
+            if enum_dest == dest and "." not in enum:
+                return enum
+        return ""
+
+    def _enum_predicate(self, func_node: ast.Attribute, rel: str, scope: str, line: int,
+                        env: dict[str, Value]) -> tuple[str, frozenset[str]] | None:
+        """(dest, values) for ``x.is_choice()``: by x's enum type when it can be read
+        from annotations and assignments, else only when the method is unambiguous."""
+        entries = self.options.enum_predicates[func_node.attr]
+        enum = self._enum_type(func_node.value, rel, scope, line, 3)
+        if enum is not None:
+            for short, dest, values in entries:
+                if short == enum:
+                    return (dest, values) if dest is not None else None
+            return None
+        linked = [(d, v) for _, d, v in entries if d is not None]
+        if len(entries) == 1 and linked:
+            return linked[0]
+        holder = _unparse(func_node.value)
+        named = [(d, v) for d, v in linked if d in holder]
+        if len(named) == 1:
+            return named[0]
+        return None
+
+    def _enum_type(self, node: ast.AST, rel: str, scope: str, line: int,
+                   depth: int) -> str | None:
+        """The enum class (short name) of an expression, from annotations."""
+        if depth <= 0:
+            return None
+        enums = {e for m in self.options.enum_predicates.values() for e, _, _ in m}
+        facts = self.index.facts(rel)
+        if facts is None:
+            return None
+        if isinstance(node, ast.Call):
+            callee = self.eval(node.func, rel, scope, line, {})
+            if isinstance(callee, FuncV):
+                cfacts = self.index.facts(callee.rel)
+                fdef = next((f for f in (cfacts.functions if cfacts else ())
+                             if f.qualname == callee.qualname), None)
+                if fdef is not None:
+                    return self._annotation_enum(fdef.returns, callee.rel, enums, 3)
+            if isinstance(callee, ClassV):
+                name = callee.qualname.rsplit(".", 1)[-1]
+                return name if name in enums else None
+            return None
+        if isinstance(node, ast.Name):
+            for sc in _enclosing_scopes(scope, facts):
+                fdef = next((f for f in facts.functions if f.qualname == sc), None)
+                if fdef is not None:
+                    for pname, annotation in fdef.annotations:
+                        if pname == node.id:
+                            return self._annotation_enum(annotation, rel, enums, 3)
+                assigns = [a for a in facts.assigns if a.scope == sc and a.line < line
+                           and node.id in a.targets]
+                if assigns:
+                    last = max(assigns, key=lambda a: a.line)
+                    value = parse_expr(last.value)
+                    return self._enum_type(value, rel, sc, last.line, depth - 1) \
+                        if value is not None else None
+            return None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "self":
+            cls = next((f.cls for f in facts.functions if f.qualname == scope), "")
+            for assign in facts.assigns:
+                if assign.scope.startswith(cls + ".") and f"self.{node.attr}" in assign.targets:
+                    value = parse_expr(assign.value)
+                    if value is not None:
+                        found = self._enum_type(value, rel, assign.scope, assign.line, depth - 1)
+                        if found:
+                            return found
+        return None
+
+    def _annotation_enum(self, annotation: str, rel: str, enums: set[str],
+                         depth: int) -> str | None:
+        """The one enum an annotation names, through aliases such as
+        ``BackendLike = Backend | RegisteredBackend`` and string annotations."""
+        node = parse_expr(annotation.strip().strip("\"'"))
+        if node is None or depth <= 0:
+            return None
+        found = []
+        for sub in ast.walk(node):
+            name = sub.attr if isinstance(sub, ast.Attribute) else (
+                sub.id if isinstance(sub, ast.Name) else None)
+            if name is None:
+                continue
+            if name in enums:
+                found.append(name)
+                continue
+            for entry in self._module_table(rel).get(name, []):
+                if isinstance(entry, AssignFact):
+                    inner = self._annotation_enum(entry.value, rel, enums, depth - 1)
+                    if inner:
+                        found.append(inner)
+                elif hasattr(entry, "module") and getattr(entry, "name", None):
+                    target = self.index.by_module.get(entry.module)  # type: ignore[attr-defined]
+                    if target is not None:
+                        for tentry in self._module_table(target).get(
+                                entry.name, []):  # type: ignore[attr-defined]
+                            if isinstance(tentry, AssignFact):
+                                inner = self._annotation_enum(tentry.value, target, enums,
+                                                              depth - 1)
+                                if inner:
+                                    found.append(inner)
+        distinct = set(found)
+        return found[0] if len(distinct) == 1 else None
+
     def _option_is(self, dest: str, values: frozenset[str]) -> Predicate:
         if self.options.quantization and dest == self.options.quantization:
             return QuantIs(values)
@@ -874,14 +990,19 @@ class Vocabulary:
         # enum predicate methods: x.is_flashinfer_trtllm()
         if isinstance(func_node, ast.Attribute) and not node.args and \
                 func_node.attr in self.options.enum_predicates:
-            dest, values = self.options.enum_predicates[func_node.attr]
-            holder = _unparse(func_node.value)
-            for candidate in sorted(self.options.dests, key=len, reverse=True):
-                if candidate in holder and self.options.dests.get(candidate):
-                    if set(values) <= set(self.options.dests[candidate]) or True:
+            entry = self._enum_predicate(func_node, rel, scope, line, env)
+            if entry is not None:
+                dest, values = entry
+                holder = _unparse(func_node.value)
+                # get_speculative_moe_runner_backend() vs get_moe_runner_backend()
+                for candidate in sorted(self.options.dests, key=len, reverse=True):
+                    if candidate in holder and self.options.enum_dests.get(
+                            self._dest_enum(dest)) == self.options.enum_dests.get(
+                            self._dest_enum(candidate)) and candidate in self.options.dests:
                         dest = candidate
-                    break
-            return PredV(self._option_is(dest, values))
+                        break
+                return PredV(self._option_is(dest, values))
+            return UnkV(f"{_unparse(node)}: receiver type unknown")
         if isinstance(func_node, ast.Attribute) and func_node.attr in ("startswith", "endswith"):
             base = self.eval(func_node.value, rel, scope, line, env)
             if isinstance(base, OptV) and node.args:
@@ -1155,7 +1276,6 @@ def on_nvidia(pred: Predicate) -> Tri:
 
 
 def _only_unknown(pred: Predicate) -> bool:
-    from guardscan.predicate import atoms
     return all(isinstance(a, (Unknown, OptionIs, QuantIs, Const)) for a in atoms(pred))
 
 

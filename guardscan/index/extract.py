@@ -92,6 +92,7 @@ class _Extractor:
         self.asserts: list[AssertFact] = []
         self.returns: list[ReturnFact] = []
         self.class_names: set[str] = set()
+        self.elifs: set[ast.If] = set()
 
     # -- helpers ---------------------------------------------------------------
     def text(self, node: ast.AST | None, limit: int | None = None) -> str:
@@ -138,7 +139,10 @@ class _Extractor:
         for stmt in stmts:
             if isinstance(stmt, ast.If):
                 self.collect_calls([stmt.test], scope, current)
-                index = self.add_cond(self.text(stmt.test), stmt.test.lineno, scope)
+                kind = "elif" if stmt in self.elifs else "if"
+                if len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+                    self.elifs.add(stmt.orelse[0])
+                index = self.add_cond(self.text(stmt.test), stmt.test.lineno, scope, kind)
                 body_ends = self.block(stmt.body, scope, (*current, index))
                 else_ends = self.block(stmt.orelse, scope, (*current, -index))
                 if body_ends and else_ends:
@@ -255,6 +259,8 @@ class _Extractor:
                 body=body,
                 path=path,
                 scope=scope,
+                annotations=tuple((a.arg, self.text(a.annotation, 200))
+                                  for a in [*positional, *args.kwonlyargs] if a.annotation),
             )
         )
         self.block(node.body, qualname, ())

@@ -38,7 +38,7 @@ class Cond:
 
     text: str
     line: int
-    kind: str = "if"  # if | while | except | match
+    kind: str = "if"  # if | elif | while | except | match
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,7 @@ class FunctionFact:
     body: str | None  # whole def source for small functions, else None
     path: CondPath = ()
     scope: str = ""
+    annotations: tuple[tuple[str, str], ...] = ()  # (param, annotation text)
 
 
 @dataclass(frozen=True, slots=True)

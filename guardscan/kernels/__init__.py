@@ -20,12 +20,12 @@ from guardscan.kernels.model import FACT_KINDS, BackendCheck, Branch, GuardFn, K
 from guardscan.kernels.support import Outcome
 
 __all__ = [
+    "FACT_KINDS",
+    "BackendCheck",
+    "Branch",
+    "GuardFn",
     "KernelFact",
     "KernelLibrary",
-    "build_kernel_library",
-    "Branch",
-    "BackendCheck",
     "Outcome",
-    "GuardFn",
-    "FACT_KINDS",
+    "build_kernel_library",
 ]

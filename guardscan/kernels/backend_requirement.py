@@ -34,7 +34,7 @@ from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.kernels.syntax import parse_expr, segment
 from guardscan.predicate import Device, Predicate, Unknown, disj
 
-__all__ = ["recognise_backend_requirement", "DECORATOR_NAME", "TOKENS"]
+__all__ = ["DECORATOR_NAME", "TOKENS", "recognise_backend_requirement"]
 
 DECORATOR_NAME = "backend_requirement"
 TOKENS = (DECORATOR_NAME,)

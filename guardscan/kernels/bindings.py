@@ -34,8 +34,8 @@ from collections.abc import Callable
 
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.conditions import quantity_of
-from guardscan.kernels.syntax import NOT_LITERAL, is_sm_string, literal, parse_expr
 from guardscan.kernels.symbols import ModuleSymbols, Resolver, split_targets
+from guardscan.kernels.syntax import NOT_LITERAL, is_sm_string, literal, parse_expr
 
 __all__ = ["Bindings", "ScopeNames"]
 
@@ -52,7 +52,7 @@ def _capability_like(value: object) -> bool:
             return all(_capability_like(v) for v in value)
         if isinstance(value, tuple) and len(value) == 2 and all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value):
-            return 0 <= value[0] <= 20 and 0 <= value[1] <= 9
+            return bool(0 <= value[0] <= 20 and 0 <= value[1] <= 9)
         return all(_capability_like(v) for v in value)
     if isinstance(value, str):
         return is_sm_string(value)
@@ -62,7 +62,7 @@ def _capability_like(value: object) -> bool:
 class ScopeNames:
     """Names -> quantities and names -> literal values visible in one scope."""
 
-    __slots__ = ("quantities", "consts", "params", "guessed")
+    __slots__ = ("consts", "guessed", "params", "quantities")
 
     def __init__(self) -> None:
         self.quantities: dict[str, str] = {}
@@ -203,8 +203,10 @@ class Bindings:
                         found.setdefault(target, set()).add(quantity)
                 self._read_assign(tuple(t for t in assign.targets if not t.startswith("self.")),
                                   assign.value, local)
-        holder.quantities.update({name: next(iter(kinds)) for name, kinds in found.items()
-                                  if len(kinds) == 1 and None not in kinds})
+        for name, kinds in found.items():
+            only = next(iter(kinds)) if len(kinds) == 1 else None
+            if only is not None:
+                holder.quantities[name] = only
         return holder.quantities
 
     # -- parameters ---------------------------------------------------------------------------

@@ -35,9 +35,9 @@ from guardscan.kernels.conditions import BACKEND_OPTION
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.kernels.syntax import dotted, is_sm_string, parse_expr
-from guardscan.predicate import OptionIs, Predicate, TRUE, Unknown, conj
+from guardscan.predicate import TRUE, OptionIs, Predicate, Unknown, conj
 
-__all__ = ["Edge", "function_edges", "class_edges"]
+__all__ = ["Edge", "class_edges", "function_edges"]
 
 
 @dataclass(frozen=True, slots=True)

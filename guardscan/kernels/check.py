@@ -28,9 +28,9 @@ import dataclasses
 
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.model import KernelFact
-from guardscan.kernels.paths import PathReader, negate
+from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.predicate import disj
+from guardscan.predicate import disj, mentions_device
 
 __all__ = ["recognise_checks"]
 
@@ -46,9 +46,10 @@ def recognise_checks(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
             continue
         raise_ = dataclasses.replace(
             found, path=paths.effective_path(table, scope, found.line, found.path))
-        if any(table.facts.cond(i).kind != "if" for i in raise_.path):
+        if any(table.facts.cond(i).kind not in BRANCH_KINDS for i in raise_.path):
             continue
-        device_conds = [i for i in raise_.path if paths.cond_predicate(table, scope, i) is not None]
+        device_conds = [i for i in raise_.path
+                        if paths.device_predicate(table, scope, i) is not None]
         if not device_conds:
             continue
         cond = table.facts.cond(device_conds[-1])
@@ -62,7 +63,7 @@ def recognise_checks(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
     for assert_ in table.asserts.get(scope, []):
         test = paths.reader.read(assert_.test, table.rel, scope, assert_.line, names.quantities,
                                  names.consts, names.params)
-        if test is None:
+        if test is None or not mentions_device(test):
             continue
         predicate = test
         path = paths.effective_path(table, scope, assert_.line, assert_.path)

@@ -55,10 +55,10 @@ from guardscan.predicate import (
 )
 
 __all__ = [
+    "BACKEND_OPTION",
     "CapabilityReader",
     "is_capability_getter",
     "quantity_of_value",
-    "BACKEND_OPTION",
 ]
 
 #: The Context option that ``support(..., backend=...)`` sets.
@@ -162,7 +162,7 @@ def compare(quantity: str, op: str, value: object) -> Predicate | None:
     if quantity == "cap":
         if membership and isinstance(value, (list, tuple, set, frozenset)) and all(
                 isinstance(v, tuple) and len(v) == 2 for v in value):
-            return Device("cap", op, tuple(sorted(set(value))))  # type: ignore[arg-type]
+            return Device("cap", op, tuple(sorted(set(value))))
         if isinstance(value, tuple) and len(value) == 2 and all(
                 isinstance(v, int) for v in value):
             return Device("cap", op, value)
@@ -174,6 +174,8 @@ class CapabilityReader:
 
     def __init__(self, guard: GuardFn | None = None) -> None:
         self.guard = guard
+        #: (expression, rel, line, error) for guard calls that raised: reported, not fatal
+        self.guard_errors: list[tuple[str, str, int, str]] = []
 
     def read(self, text: str, rel: str, scope: str, line: int,
              names: Mapping[str, str], consts: Mapping[str, object] | None = None,
@@ -195,7 +197,8 @@ class CapabilityReader:
             return None
         try:
             pred = self.guard(text, rel, scope, line)
-        except Exception:  # a vocabulary bug must not stop the kernels stage
+        except Exception as exc:  # noqa: BLE001 - one odd guard must not stop the stage
+            self.guard_errors.append((text, rel, line, repr(exc)))
             return None
         return pred if mentions_device(pred) else None
 
@@ -256,6 +259,6 @@ def _backend_option(op: str, value: object) -> Predicate | None:
         return pred if op == "==" else neg(pred)
     if op in ("in", "not in") and isinstance(value, (list, tuple, set, frozenset)) and value and all(
             isinstance(v, str) and not is_sm_string(v) for v in value):
-        pred = OptionIs(BACKEND_OPTION, frozenset(value))  # type: ignore[arg-type]
+        pred = OptionIs(BACKEND_OPTION, frozenset(str(v) for v in value))
         return pred if op == "in" else neg(pred)
     return None

@@ -28,8 +28,13 @@ from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.kernels.syntax import NOT_LITERAL, as_ints, call_parts, literal, parse_expr
 from guardscan.predicate import Device, Predicate
 
-__all__ = ["recognise_decorators", "DECORATOR_NAME", "TOKENS", "read_capability_list",
-           "names_function"]
+__all__ = [
+    "DECORATOR_NAME",
+    "TOKENS",
+    "names_function",
+    "read_capability_list",
+    "recognise_decorators",
+]
 
 DECORATOR_NAME = "supported_compute_capability"
 TOKENS = (DECORATOR_NAME,)

@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from guardscan.index.facts import CallFact, FunctionFact, RaiseFact
 from guardscan.kernels.conditions import compare
 from guardscan.kernels.model import Branch, KernelFact
-from guardscan.kernels.paths import PathReader, negate
+from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.kernels.syntax import dotted, parse_expr, segment
 from guardscan.predicate import Predicate
 
-__all__ = ["recognise_dispatch", "DispatchResult", "TableEdge"]
+__all__ = ["DispatchResult", "TableEdge", "recognise_dispatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def recognise_dispatch(resolver: Resolver, table: ModuleSymbols, fn: FunctionFac
     for found in raises:
         raise_ = dataclasses.replace(
             found, path=paths.effective_path(table, scope, found.line, found.path))
-        if any(table.facts.cond(i).kind != "if" for i in raise_.path):
+        if any(table.facts.cond(i).kind not in BRANCH_KINDS for i in raise_.path):
             continue
         if _chain(resolver, table, fn, paths, raise_, calls, names.guessed, result):
             continue
@@ -126,12 +126,16 @@ def _chain(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, paths: Pa
     scope = fn.qualname
     branches: list[Branch] = []
     uses_guess = False
-    for signed in raise_.path:
-        if signed > 0:
-            continue
-        pred = paths.cond_predicate(table, scope, signed)
-        if pred is None:
-            continue
+    # the raise must sit in the chain's fall-through: its path ends in the chain's
+    # negated tests (a raise nested inside one branch is a check, not a dispatch)
+    suffix: list[int] = []
+    for signed in reversed(raise_.path):
+        if signed > 0 or paths.device_predicate(table, scope, signed) is None:
+            break
+        suffix.insert(0, signed)
+    for signed in suffix:
+        pred = paths.device_predicate(table, scope, signed)
+        assert pred is not None
         in_branch = [c for c in calls if -signed in c.path]
         callees = _callee_names(resolver, table, in_branch)
         if not callees:
@@ -154,7 +158,7 @@ def _table(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, paths: Pa
     scope = fn.qualname
     names = paths.names(table, scope)
     for signed in raise_.path:
-        if signed < 0 or paths.cond_predicate(table, scope, signed) is None:
+        if signed < 0 or paths.device_predicate(table, scope, signed) is None:
             continue
         cond = table.facts.cond(signed)
         node = parse_expr(cond.text)

@@ -38,7 +38,7 @@ from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.kernels.syntax import as_ints, literal, parse_expr
 from guardscan.predicate import Device, Predicate, conj, disj
 
-__all__ = ["recognise_jit_specs", "gencode_predicate", "TOKENS", "KEYWORD"]
+__all__ = ["KEYWORD", "TOKENS", "gencode_predicate", "recognise_jit_specs"]
 
 KEYWORD = "supported_major_versions"
 TOKENS = (KEYWORD, "_nvcc_flags", "-gencode", "compute_")

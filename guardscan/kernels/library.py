@@ -39,7 +39,7 @@ from guardscan.kernels.syntax import literal, parse_expr
 from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
 from guardscan.results import Evidence
 
-__all__ = ["KernelLibrary", "build_kernel_library", "PREFILTER_TOKENS", "EXCLUDED_DIRS"]
+__all__ = ["EXCLUDED_DIRS", "PREFILTER_TOKENS", "KernelLibrary", "build_kernel_library"]
 
 #: Text that must occur in a file for the up-front facts to be looked for in it.
 PREFILTER_TOKENS = (*decorator.TOKENS, *backend_requirement.TOKENS, jit_spec.KEYWORD,
@@ -62,7 +62,7 @@ class KernelLibrary:
         self.bindings = Bindings(self.resolver, self._find_callers)
         self.paths = PathReader(self.reader, self.bindings)
         self.facts: dict[str, list[KernelFact]] = {}
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self.graph: nx.DiGraph[str] = nx.DiGraph()
         self._exports: dict[str, str] | None = None
         self.unresolved: list[tuple[str, str, str, int]] = []
         self.branches: dict[str, list[Branch]] = {}

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from guardscan.predicate import Predicate
 
 __all__ = [
-    "KernelFact",
-    "Branch",
-    "BackendCheck",
-    "GuardFn",
     "FACT_KINDS",
-    "SPECIFICITY",
     "JIT_NOTE",
+    "SPECIFICITY",
+    "BackendCheck",
+    "Branch",
+    "GuardFn",
+    "KernelFact",
 ]
 
 #: ``guard(expr_text, rel, scope, line) -> Predicate``: the vocabulary's reading

@@ -16,7 +16,10 @@ from guardscan.kernels.conditions import CapabilityReader
 from guardscan.kernels.symbols import ModuleSymbols
 from guardscan.predicate import And, Or, Predicate, Unknown, conj, disj, mentions_device, neg
 
-__all__ = ["PathReader", "negate"]
+__all__ = ["BRANCH_KINDS", "PathReader", "negate"]
+
+#: Condition kinds that are branch tests (``while`` / ``except`` / ``match`` are not read).
+BRANCH_KINDS = frozenset({"if", "elif"})
 
 
 def negate(pred: Predicate) -> Predicate:
@@ -46,13 +49,18 @@ class PathReader:
         if key not in self._memo:
             cond = table.facts.cond(index)
             pred: Predicate | None = None
-            if cond.kind == "if":
+            if cond.kind in BRANCH_KINDS:
                 scope = table.facts.cond_scope[abs(index) - 1]
                 names = self.names(table, scope)
                 pred = self.reader.read(cond.text, table.rel, scope, cond.line,
                                         names.quantities, names.consts, names.params)
             self._memo[key] = pred
         return self._memo[key]
+
+    def device_predicate(self, table: ModuleSymbols, scope: str, index: int) -> Predicate | None:
+        """Condition ``abs(index)`` when it is about the device (not just the backend)."""
+        pred = self.cond_predicate(table, scope, index)
+        return pred if pred is not None and mentions_device(pred) else None
 
     def signed(self, table: ModuleSymbols, scope: str, index: int) -> Predicate:
         pred = self.cond_predicate(table, scope, index)
@@ -85,10 +93,12 @@ class PathReader:
         if cached is not None:
             return cached
         ends: dict[tuple[CondPath, int], int] = {}
-        for stmt in [*table.returns.get(scope, []), *table.raises.get(scope, [])]:
-            if stmt.path:
-                slot = (stmt.path[:-1], stmt.path[-1])
-                ends[slot] = min(ends.get(slot, stmt.line), stmt.line)
+        exits = [(r.path, r.line) for r in table.returns.get(scope, [])]
+        exits += [(r.path, r.line) for r in table.raises.get(scope, [])]
+        for path, line in exits:
+            if path:
+                slot = (path[:-1], path[-1])
+                ends[slot] = min(ends.get(slot, line), line)
         self._ends[(table.rel, scope)] = ends
         return ends
 
@@ -122,8 +132,4 @@ class PathReader:
 
     def mentions_device(self, table: ModuleSymbols, scope: str, path: CondPath) -> bool:
         """Whether a condition on the path is about the device (a capability ``select``)."""
-        for index in path:
-            pred = self.cond_predicate(table, scope, index)
-            if pred is not None and mentions_device(pred):
-                return True
-        return False
+        return any(self.device_predicate(table, scope, i) is not None for i in path)

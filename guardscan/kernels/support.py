@@ -33,7 +33,7 @@ from guardscan.kernels.model import SPECIFICITY, KernelFact
 from guardscan.predicate import Context, Predicate, Tri, atoms
 from guardscan.results import Evidence, Role
 
-__all__ = ["Outcome", "SupportSolver", "MAX_DEPTH"]
+__all__ = ["MAX_DEPTH", "Outcome", "SupportSolver"]
 
 #: Longer call chains are cut (UNKNOWN); real ones are under a dozen hops.
 MAX_DEPTH = 64

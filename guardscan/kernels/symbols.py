@@ -34,7 +34,7 @@ from guardscan.index.facts import (
     ReturnFact,
 )
 
-__all__ = ["Target", "ModuleSymbols", "Resolver", "split_targets"]
+__all__ = ["ModuleSymbols", "Resolver", "Target", "split_targets"]
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 #: Bindings the Index does not record (``for`` / ``with ... as`` / ``except ... as``
@@ -42,9 +42,9 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 #: function's lines so calls through them count as dynamic, not unresolved.
 _LOOSE_BINDINGS = (
     re.compile(r"\bfor\s+([\w\s,()\[\]*]+?)\s+in\b"),
-    re.compile(r"\bas\s+\(?([\w\s,]+)\)?"),
-    re.compile(r"\blambda\b([^:]*):"),
-    re.compile(r"\*\*?\s*(\w+)"),
+    re.compile(r"\b(?:with|except)\b[^\n]*?\bas\s+\(?([\w\s,]+)\)?"),
+    re.compile(r"\blambda\b([^:\n]*):"),
+    re.compile(r"[(,]\s*\*\*?(\w+)"),
     re.compile(r"(\w+)\s*:="),
     re.compile(r"\b(?:global|nonlocal)\s+([\w\s,]+)"),
 )
@@ -98,7 +98,7 @@ class ModuleSymbols:
     conds: dict[str, list[str]] = field(default_factory=dict)  # cond texts by scope
 
     @classmethod
-    def build(cls, facts: FileFacts) -> "ModuleSymbols":
+    def build(cls, facts: FileFacts) -> ModuleSymbols:
         table = cls(facts.module, facts.rel, facts)
         for fn in facts.functions:
             table.functions[fn.qualname] = fn
@@ -307,10 +307,39 @@ class Resolver:
             return Target("dynamic", ".".join([full, *more]))  # an attribute of a function
         found = self.find_method(table, qualname, more[0], depth)
         if found is None:
-            return Target("unresolved", ".".join([full, *more]))
+            kind = "dynamic" if self.is_data_attribute(table, qualname, more[0]) else "unresolved"
+            return Target(kind, ".".join([full, *more]))
         if len(more) > 1:
             return Target("dynamic", ".".join([found.name, *more[1:]]))
         return found
+
+    def is_data_attribute(self, table: ModuleSymbols, class_qualname: str, name: str,
+                          depth: int = 0) -> bool:
+        """Whether ``name`` on the class is a value rather than a missing method: set
+        in the class body or on ``self`` (here or in an in-tree base), a dunder, or
+        maybe inherited from a base outside the package (``logging.Logger.setLevel``)."""
+        if depth > _MAX_DEPTH:
+            return True
+        if name.startswith("__") or name in table.assigns.get(class_qualname, {}):
+            return True
+        target = f"self.{name}"
+        for method in table.functions.values():
+            if method.scope == class_qualname and any(
+                    target in a.targets for a in table.scope_assigns.get(method.qualname, [])):
+                return True
+        klass = table.classes.get(class_qualname)
+        if klass is None:
+            return False
+        for base in klass.bases:
+            found = self.resolve_call(table.module, klass.scope, base)
+            if found.kind != "class":
+                return True
+            base_module, base_qual = self.split_id(found.name)
+            base_table = self.symbols(base_module) if base_module else None
+            if base_table is None or self.is_data_attribute(base_table, base_qual, name,
+                                                            depth + 1):
+                return True
+        return False
 
     def find_method(self, table: ModuleSymbols, class_qualname: str, name: str,
                     depth: int = 0) -> Target | None:
@@ -353,7 +382,11 @@ class Resolver:
                 if len(more) > 1:
                     return Target("dynamic", text)
                 found = self.find_method(table, klass, more[0])
-                return found if found is not None else Target("unresolved", text)
+                if found is not None:
+                    return found
+                if self.is_data_attribute(table, klass, more[0]):
+                    return Target("dynamic", text)
+                return Target("unresolved", text)
         for current in table.scope_chain(scope):
             if root in table.defs.get(current, {}):
                 return self.member(table, table.defs[current][root], more)

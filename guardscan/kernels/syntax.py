@@ -13,13 +13,13 @@ from collections.abc import Mapping
 
 __all__ = [
     "NOT_LITERAL",
-    "parse_expr",
-    "dotted",
-    "literal",
     "as_ints",
     "as_sm_strings",
-    "is_sm_string",
     "call_parts",
+    "dotted",
+    "is_sm_string",
+    "literal",
+    "parse_expr",
     "segment",
 ]
 
