@@ -20,6 +20,13 @@ atoms). The kinds, one recogniser each:
 - ``quant-gate``: a gate in a quantization method's own code, or the loader's
   ``capability < quant_config.get_min_capability()`` check read through each
   method's config class.
+- ``import``: a module-level name bound only under a device guard (no binding
+  in the other branch) and used by the choice's own module: where the guard is
+  false the name does not exist and the choice fails with NameError.
+- ``doc``: the option's help text says which architectures a choice is for
+  (``'flashinfer_deepgemm' (Hopper SM90 only; ...)``). Weak evidence: shown in
+  the chain, never deciding a verdict, and checked against the code
+  (``doc-drift`` diagnostics).
 - ``kernel-call``: a call into the kernel library from the choice's code, for
   the kernels stage to judge.
 """
@@ -42,6 +49,7 @@ from guardscan.predicate import (
     Unknown,
     atoms,
     conj,
+    mentions_capability,
     mentions_device,
     neg,
 )
@@ -459,6 +467,60 @@ class _Linker:
                     (Hop(rel, 1, "link", f"module named for {choice}"),),
                     option=dest, choice=choice, text=cond.text))
 
+    def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
+        """Names bound only under a device guard, used in the choice's module."""
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        bindings: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for imp in facts.imports:
+            if not imp.scope:
+                bindings.setdefault(imp.local, []).append((imp.line, imp.path))
+        for func in facts.functions:
+            if not func.scope:
+                bindings.setdefault(func.name, []).append((func.line, func.path))
+        for assign in facts.assigns:
+            if not assign.scope:
+                for target in assign.targets:
+                    bindings.setdefault(target, []).append((assign.line, assign.path))
+        region = OptionIs(dest, frozenset({choice}))
+        for name, sites in bindings.items():
+            guarded = [(line, path) for line, path in sites if path]
+            if not guarded or len(guarded) != len(sites):
+                continue  # bound unconditionally somewhere
+            line, path = guarded[0]
+            if any(_exclusive(path, other) for _, other in guarded[1:]):
+                continue  # bound in both branches: a select, not an import gate
+            bound_when = self.path(facts, path, "")
+            if not mentions_capability(bound_when):
+                continue
+            guard_texts = {facts.cond(s).text for s in path}
+            for call in facts.calls:
+                if call.func != name and not call.func.startswith(name + "."):
+                    continue
+                if guard_texts & {facts.cond(s).text for s in call.path}:
+                    continue  # used under the same guard
+                hops = (Hop(rel, 1, "link", f"module named for {choice}"),
+                        *self.guard_hops(facts, path, ""),
+                        Hop(rel, line, "import", f"{name} bound only when "
+                            f"{bound_when.describe()}"))
+                self.links.findings.append(Finding(
+                    "import", rel, call.line, conj(region, neg(bound_when)), hops,
+                    option=dest, text=f"{name} used"))
+                break
+
+    def scan_docs(self) -> None:
+        """Help-text claims per choice: ``'x' (Hopper SM90 only; ...)``."""
+        for opt in self.options:
+            for choice, segment in _help_segments(opt.help, opt.choices):
+                pred = _doc_predicate(segment)
+                if pred is None:
+                    continue
+                only = bool(re.search(r"\bonly\b", segment, re.IGNORECASE))
+                self.links.findings.append(Finding(
+                    "doc", opt.path, opt.line, pred, (), choice=choice, option=opt.dest,
+                    text=("only: " if only else "") + segment))
+
     # -- quantization methods ---------------------------------------------------------------
     def scan_quantization(self) -> None:
         """Map each --quantization method to its config class, then find (a) the
@@ -575,5 +637,50 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                                Hop(rel, line, "link", f"registered for {choice}"))
     for dest, choice, rel in linker.named_modules():
         linker.scan_selects(dest, choice, rel)
+        linker.scan_guarded_names(dest, choice, rel)
+    linker.scan_docs()
     return linker.links
+
+
+def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return any(-i in b for i in a)
+
+
+def _help_segments(help_text: str, choices: Iterable[str]) -> list[tuple[str, str]]:
+    """(choice, parenthesised text) for ``'choice' (text)`` in a help string."""
+    found = []
+    for match in re.finditer(r"'([\w\-.]+)'\s*\(((?:[^()]|\([^()]*\))*)\)", help_text):
+        if match.group(1) in choices:
+            found.append((match.group(1), match.group(2).strip()))
+    return found
+
+
+_DOC_WORDS = {"ampere": Device("major", "==", 8), "ada": Device("sm", "==", 89),
+              "hopper": Device("major", "==", 9),
+              "blackwell": Device("major", "in", (10, 11, 12))}
+
+
+def _doc_predicate(text: str) -> Predicate | None:
+    """Architectures a help-text segment names (SM90, SM100/SM103, SM80+, SM10x,
+    SM80-SM90, Hopper, Blackwell...). Curated words map to families, cited in
+    docs/verdicts.md; only ever weak evidence."""
+    parts: list[Predicate] = []
+    for match in re.finditer(r"SM\s?(\d{2,3})(x|\+)?(?:\s*-\s*SM\s?(\d{2,3}))?", text,
+                             re.IGNORECASE):
+        number, suffix, upper = match.group(1), match.group(2), match.group(3)
+        if suffix and suffix.lower() == "x":
+            parts.append(Device("major", "==", int(number)))
+        elif suffix == "+":
+            parts.append(Device("sm", ">=", int(number)))
+        elif upper:
+            parts.append(conj(Device("sm", ">=", int(number)), Device("sm", "<=", int(upper))))
+        else:
+            parts.append(Device("sm", "==", int(number)))
+    for word, pred in _DOC_WORDS.items():
+        if re.search(rf"\b{word}\b", text, re.IGNORECASE) and not parts:
+            parts.append(pred)
+    if not parts:
+        return None
+    from guardscan.predicate import disj
+    return disj(*parts)
 

@@ -138,6 +138,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             blocking: list[Evidence] = []
             positive: list[Evidence] = []
             caveats: list[Evidence] = []
+            docs: list[Evidence] = []
             conditions: list[str] = []
             for finding in findings:
                 if finding.kind in ("gate", "quant-gate"):
@@ -154,6 +155,19 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                             index, finding, "default",
                             f"{option.flag} auto resolves to {choice} when "
                             f"{finding.condition.describe()}"))
+                elif finding.kind == "import":
+                    if finding.condition.evaluate(ctx) is Tri.TRUE:
+                        blocking.extend(_finding_evidence(
+                            index, finding, "import",
+                            f"name missing on {arch.name}: {finding.condition.describe()}"))
+                elif finding.kind == "doc" and finding.choice == choice:
+                    claims = finding.condition.evaluate(Context(arch=arch))
+                    if claims is Tri.TRUE:
+                        docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                                             f"help text names {arch.name} (weak evidence)"))
+                    elif finding.text.startswith("only: "):
+                        docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                                             f"help text excludes {arch.name} (weak evidence)"))
                 elif finding.kind == "select" and finding.choice == choice:
                     value = finding.condition.evaluate(Context(arch=arch))
                     caveats.extend(_finding_evidence(
@@ -184,7 +198,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                 verdict, evidence = Verdict.SUPPORTED, [*positive, *kernel_true]
             else:
                 verdict, evidence = Verdict.UNKNOWN, []
-            chain = _dedupe([origin, *evidence, *caveats])
+            chain = _dedupe([origin, *evidence, *caveats, *docs])
             platform = platforms.get(choice)
             out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
                                       tuple(chain), platform, tuple(sorted(set(conditions)))))
@@ -206,10 +220,11 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
     if value is Tri.UNKNOWN and possible(cond, ctx):
-        if not any(not possible(cond, Context(arch=other, options=ctx.options,
-                                                quantization=ctx.quantization))
-                   for other in all_archs):
-            return  # could raise on every arch alike: not architecture evidence
+        if not mentions_capability(cond) or not any(
+                cond.evaluate(Context(arch=other, options=ctx.options,
+                                      quantization=ctx.quantization)) is not Tri.UNKNOWN
+                for other in all_archs):
+            return  # undecided on every arch alike: not architecture evidence
         undecided = _undecided(cond, ctx)
         quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
         if ctx.quantization is None and quant_atoms:

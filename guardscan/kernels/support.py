@@ -14,6 +14,12 @@ into TRUE or FALSE by itself):
 * TRUE needs positive evidence: a fact (own, or on a required callee) that is
   TRUE on ``A`` with every part of it decided, and nothing FALSE on the
   required path. Otherwise UNKNOWN.
+* One exception, where facts disagree: when every exclusion comes from a JIT
+  spec (what *compiles*) and a declaration on the path (``@supported_compute_
+  capability``, ``@backend_requirement``) includes ``A``, the declaration, the
+  more specific fact, decides; the chain's last hop names the JIT spec it
+  overrides. An explicit raising check or a dispatch's fall-through is never
+  overridden.
 
 The evidence chain has one ``kernel`` Evidence per call hop and ends at the
 deciding fact's line; when several facts decide, the most specific kind wins
@@ -45,6 +51,7 @@ MAX_CAVEATS = 16
 class _Candidate:
     rank: int
     chain: tuple[Evidence, ...]
+    kind: str  # the deciding fact's kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,7 @@ class Outcome:
     value: Tri
     chain: tuple[Evidence, ...] = ()
     rank: int = 0
+    kind: str = ""  # the deciding fact's kind
     caveats: tuple[tuple[Evidence, ...], ...] = field(default=())
 
 
@@ -70,6 +78,13 @@ def _fact_evidence(fact: KernelFact, value: Tri, extra: str = "") -> Evidence:
     if extra:
         note += f"; {extra}"
     return Evidence(fact.rel, fact.line, Role.KERNEL.value, fact.text, note)
+
+
+def _compile_only(falses: list[_Candidate], trues: list[_Candidate]) -> bool:
+    """Every exclusion is a JIT spec's, and a declaration (decorator or backend
+    requirement) includes the arch: the declaration, more specific, decides."""
+    return all(f.kind == "jit-spec" for f in falses) and any(
+        t.rank > SPECIFICITY["jit-spec"] and t.kind != "check" for t in trues)
 
 
 def _pick(candidates: list[_Candidate]) -> _Candidate:
@@ -119,9 +134,9 @@ class SupportSolver:
             own.append((fact, value))
             rank = SPECIFICITY.get(fact.kind, 1)
             if value is Tri.FALSE:
-                falses.append(_Candidate(rank, (_fact_evidence(fact, value),)))
+                falses.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
             elif value is Tri.TRUE and decided(fact.predicate, ctx):
-                trues.append(_Candidate(rank, (_fact_evidence(fact, value),)))
+                trues.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
         for edge in sorted(self.edges_of(function, backend), key=lambda e: (e.line, e.callee)):
             when = edge.condition.evaluate(ctx)
             if when is Tri.FALSE:
@@ -133,21 +148,25 @@ class SupportSolver:
             chain = (hop, *sub.chain)
             if sub.value is Tri.FALSE:
                 if when is Tri.TRUE:
-                    falses.append(_Candidate(sub.rank, chain))
+                    falses.append(_Candidate(sub.rank, chain, sub.kind))
                 else:
                     caveats.append(chain)
             elif sub.value is Tri.TRUE and when is Tri.TRUE:
-                trues.append(_Candidate(sub.rank, chain))
+                trues.append(_Candidate(sub.rank, chain, sub.kind))
             caveats.extend((hop, *c) for c in sub.caveats if when is Tri.TRUE)
         caveats = caveats[:MAX_CAVEATS]
+        if falses and trues and _compile_only(falses, trues):
+            best = _pick(trues)
+            chain = self._with_disagreement(best.chain, falses)
+            return Outcome(Tri.TRUE, chain, best.rank, best.kind, tuple(caveats))
         if falses:
             best = _pick(falses)
             chain = self._with_disagreement(best.chain, trues)
-            return Outcome(Tri.FALSE, chain, best.rank, tuple(caveats))
+            return Outcome(Tri.FALSE, chain, best.rank, best.kind, tuple(caveats))
         if trues:
             best = _pick(trues)
-            return Outcome(Tri.TRUE, best.chain, best.rank, tuple(caveats))
-        return Outcome(Tri.UNKNOWN, (), 0, tuple(caveats))
+            return Outcome(Tri.TRUE, best.chain, best.rank, best.kind, tuple(caveats))
+        return Outcome(Tri.UNKNOWN, caveats=tuple(caveats))
 
     def _hop(self, edge: Edge, when: Tri) -> Evidence:
         callee = edge.callee
@@ -161,10 +180,10 @@ class SupportSolver:
 
     @staticmethod
     def _with_disagreement(chain: tuple[Evidence, ...],
-                           trues: list[_Candidate]) -> tuple[Evidence, ...]:
-        if not trues or not chain:
+                           others: list[_Candidate]) -> tuple[Evidence, ...]:
+        if not others or not chain:
             return chain
-        other = _pick(trues).chain[-1]
+        other = _pick(others).chain[-1]
         last = chain[-1]
         note = f"{last.note}; disagrees with {other.path}:{other.line} ({other.note})"
         return (*chain[:-1], Evidence(last.path, last.line, last.role, last.text, note))

@@ -39,8 +39,8 @@ def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
             current_option = option
             choices = [c for o, c in order if o == option]
             first = max(24, *(len(c) + 3 for c in choices))
-            stream.write("\n" + option.ljust(first) + "".join(a.ljust(width) for a in archs)
-                         + "\n")
+            stream.write("\n" + option + "\n" + "  choice".ljust(first)
+                         + "".join(a.ljust(width) for a in archs).rstrip() + "\n")
         cells = []
         marks = ""
         for arch in archs:
