@@ -67,6 +67,8 @@ from guardscan.vocabulary import (
 
 __all__ = ["Hop", "Finding", "KernelCall", "Links", "collect_links", "option_model"]
 
+_MISSING_VALUE_CHECK = re.compile(r"^\s*[\w.]+\s+is\s+None\s*$")
+
 #: How many calls away from a choice's own code a gate still counts.
 FOLLOW_DEPTH = 2
 #: Definition lines shown per guard (the closest first: the rest is in the graph).
@@ -161,6 +163,7 @@ class _Linker:
         self._followed: set[tuple[str, str, str]] = set()
         self.quant_context: dict[tuple[str, str], set[str]] = {}
         self.quant_dirs: set[str] = set()
+        self._table_of: dict[str, str] = {}
 
     # -- conditions ------------------------------------------------------------------
     def cond(self, facts: FileFacts, signed: int, scope: str) -> Predicate:
@@ -180,12 +183,15 @@ class _Linker:
         In an ``if/elif`` chain that dispatches on an option, an earlier branch
         whose test says nothing about device or options (a plug-in lookup such as
         ``(f := CUSTOM.get(name)) is not None``) is taken as not taken: the chain
-        exists to reach the option's own branch. Errs toward finding a gate.
+        exists to reach the option's own branch. Likewise a guard clause for a
+        missing value (``if quant_config is None: return``) is taken as passed.
+        Both err toward finding a gate, never toward calling a choice supported.
         """
         parts = []
         for position, signed in enumerate(path):
             pred = self.cond(facts, signed, scope)
-            if signed < 0 and self._extension_point(facts, path, position, scope, pred):
+            if signed < 0 and (self._extension_point(facts, path, position, scope, pred)
+                               or _MISSING_VALUE_CHECK.match(facts.cond(signed).text)):
                 continue
             parts.append(pred)
         return conj(*parts)
@@ -545,7 +551,13 @@ class _Linker:
                     if not isinstance(cls, ClassV):
                         continue
                     method = str(key.value)
-                    self.links.quant_methods.setdefault(method, (cls.rel, cls.qualname))
+                    known = self.links.quant_methods.get(method)
+                    # several method tables (e.g. a second runtime in the same wheel):
+                    # keep the one nearest the --quantization option's definition
+                    if known is None or _shared_prefix(rel, self.quantization.path) > \
+                            _shared_prefix(self._table_of[method], self.quantization.path):
+                        self.links.quant_methods[method] = (cls.rel, cls.qualname)
+                        self._table_of[method] = rel
         for method, (crel, cqual) in sorted(self.links.quant_methods.items()):
             region = QuantIs(frozenset({method}))
             for tname, (trel, tline, tcond, ttext) in threshold_methods.items():
@@ -640,6 +652,15 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         linker.scan_guarded_names(dest, choice, rel)
     linker.scan_docs()
     return linker.links
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    count = 0
+    for x, y in zip(a.split("/"), b.split("/")):
+        if x != y:
+            break
+        count += 1
+    return count
 
 
 def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:

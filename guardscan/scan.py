@@ -15,7 +15,7 @@ from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.results import Diagnostic, PackageRef, ScanResult
-from guardscan.verdict import KernelJudge, judge
+from guardscan.verdict import KernelJudge, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 
 __all__ = ["ScanOptions", "Analysis", "scan", "analyse"]
@@ -104,6 +104,8 @@ def analyse(opts: ScanOptions) -> Analysis:
     else:
         result.notes.append("kernel library not read (--no-kernels): SGLang-only verdicts")
     _say(opts, "judging")
+    if opts.quantization is None:
+        result.notes.extend(quantization_notes(index, links, opts.archs))
     for option in options:
         result.backends.extend(judge(index, links, option, opts.archs, opts.quantization,
                                      kernel_judge))

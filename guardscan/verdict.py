@@ -47,7 +47,7 @@ from guardscan.predicate import (
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Verdict
 
-__all__ = ["judge", "possible", "KernelJudge"]
+__all__ = ["judge", "possible", "KernelJudge", "quantization_notes"]
 
 
 
@@ -220,12 +220,6 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
     if value is Tri.UNKNOWN and possible(cond, ctx):
-        if not mentions_capability(cond) or not any(
-                cond.evaluate(Context(arch=other, options=ctx.options,
-                                      quantization=ctx.quantization)) is not Tri.UNKNOWN
-                for other in all_archs):
-            return  # undecided on every arch alike: not architecture evidence
-        undecided = _undecided(cond, ctx)
         quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
         if ctx.quantization is None and quant_atoms:
             for atom in quant_atoms:
@@ -233,6 +227,12 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
                     qctx = Context(arch=ctx.arch, options=ctx.options, quantization=method)
                     if cond.evaluate(qctx) is Tri.TRUE:
                         conditions.append(f"blocked with --quantization {method}")
+        if not mentions_capability(cond) or not any(
+                cond.evaluate(Context(arch=other, options=ctx.options,
+                                      quantization=ctx.quantization)) is not Tri.UNKNOWN
+                for other in all_archs):
+            return  # undecided on every arch alike: not architecture evidence
+        undecided = _undecided(cond, ctx)
         caveats.extend(_finding_evidence(
             index, finding, "gate",
             f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
@@ -261,3 +261,27 @@ def _dedupe(chain: list[Evidence]) -> list[Evidence]:
     return out
 
 
+
+
+def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[str]:
+    """Gates of a quantization method that hold whatever the backend choice:
+    one line per method, naming the archs it is rejected on."""
+    notes = []
+    per_method: dict[str, tuple[list[str], str]] = {}
+    for finding in links.findings:
+        if finding.kind != "quant-gate" or finding.option is not None:
+            continue
+        methods = sorted({m for a in atoms(finding.condition) if isinstance(a, QuantIs)
+                          for m in a.methods})
+        for method in methods:
+            blocked = [arch.name for arch in archs if finding.condition.evaluate(
+                Context(arch=arch, quantization=method)) is Tri.TRUE]
+            if blocked:
+                names, where = per_method.get(method, ([], ""))
+                per_method[method] = (sorted(set(names) | set(blocked)),
+                                      where or f"{finding.rel}:{finding.line}")
+    for method, (names, where) in sorted(per_method.items()):
+        notes.append(f"--quantization {method} is rejected on {', '.join(names)} "
+                     f"whatever the backend ({where}; use --quantization {method} to judge "
+                     "choices under it)")
+    return notes

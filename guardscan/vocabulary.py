@@ -852,6 +852,15 @@ class Vocabulary:
         if isinstance(left, CudaV) and isinstance(right, ConstV) and right.value is None:
             pred = Platform("cuda")
             return pred if op in ("is not", "!=") else neg(pred)
+        if isinstance(left, DevQ) and isinstance(right, ConstV) and right.value is None:
+            # get_device_capability() gives (None, None) off CUDA/ROCm/MUSA
+            pred = Platform("cuda_alike")
+            return pred if op in ("is not", "!=") else neg(pred)
+        if isinstance(left, OptV) and isinstance(right, ConstV) and right.value is None:
+            choices = frozenset(self.options.dests.get(left.dest, ()))
+            if choices:
+                pred = self._option_is(left.dest, choices)
+                return pred if op in ("is not", "!=") else neg(pred)
         if isinstance(left, DevQ) and isinstance(right, ConstV):
             return _device_compare(left.kind, op, right.value, node)
         if isinstance(left, CudaV) and isinstance(right, ConstV):

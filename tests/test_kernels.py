@@ -235,6 +235,17 @@ class TestCheck:
         on("sm100", fact.predicate)
         assert support(self.guarded, f"{self.M}.needs_sm100a", "sm103")[0] is Tri.FALSE
 
+    def test_guard_result_carrying_a_predicate(self) -> None:
+        """``Vocabulary.predicate`` answers an object with ``.predicate``."""
+
+        class Resolved:
+            def __init__(self, predicate: Predicate) -> None:
+                self.predicate = predicate
+
+        library = fixture_library("check", guard=lambda *a: Resolved(_fake_guard(*a)))
+        (fact,) = facts_of(library, f"{self.M}.needs_sm100a", "check")
+        on("sm100", fact.predicate)
+
     def test_mixed_condition_stays_unknown(self) -> None:
         (fact,) = facts_of(self.lib, f"{self.M}.fp8_on_hopper_only", "check")
         values = truth(fact.predicate)
@@ -335,6 +346,20 @@ class TestCallGraph:
         result = self.lib.outcome(mm, parse_arch("sm120"))
         assert result.value is Tri.UNKNOWN and not result.chain
         assert result.caveats[0][-1].text.endswith("supported_major_versions=[10])")
+
+    def test_declaration_outranks_what_compiles(self) -> None:
+        # the decorator lists sm103; the JIT spec only compiles sm_100a: the more
+        # specific declaration decides, and the chain says they disagree
+        value, chain = support(self.lib, f"{self.M}.declared_wider_than_compiled", "sm103")
+        assert value is Tri.TRUE
+        assert chain[-1].text == "@supported_compute_capability([100, 103])"
+        assert "disagrees with flashinfer/jit/spec.py:22" in chain[-1].note
+
+    def test_a_raising_check_is_never_outranked(self) -> None:
+        value, chain = support(self.lib, f"{self.M}.declared_but_checked", "sm120")
+        assert value is Tri.FALSE
+        assert chain[-1].text == "if major == 12:"
+        assert "disagrees with" in chain[-1].note
 
     def test_class_support_uses_init(self) -> None:
         assert support(self.lib, f"{self.M}.Wrapper", "sm120")[0] is Tri.FALSE

@@ -43,9 +43,16 @@ from guardscan.kernels.syntax import (
     segment,
 )
 from guardscan.predicate import (
+    And,
+    Const,
+    CudaAtLeast,
     Device,
+    Not,
     OptionIs,
+    Or,
+    Platform,
     Predicate,
+    QuantIs,
     Unknown,
     conj,
     disj,
@@ -196,9 +203,13 @@ class CapabilityReader:
         if self.guard is None:
             return None
         try:
-            pred = self.guard(text, rel, scope, line)
+            answer = self.guard(text, rel, scope, line)
         except Exception as exc:  # noqa: BLE001 - one odd guard must not stop the stage
             self.guard_errors.append((text, rel, line, repr(exc)))
+            return None
+        # the vocabulary answers a Predicate, or a result carrying one (``.predicate``)
+        pred = getattr(answer, "predicate", answer)
+        if not isinstance(pred, _PREDICATE_TYPES):
             return None
         return pred if mentions_device(pred) else None
 
@@ -251,6 +262,9 @@ class CapabilityReader:
                 and left.id in params and left.id not in names):
             return _backend_option(op, literal(right, consts))
         return None
+
+
+_PREDICATE_TYPES = (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not)
 
 
 def _backend_option(op: str, value: object) -> Predicate | None:

@@ -24,7 +24,8 @@ __all__ = [
 
 #: ``guard(expr_text, rel, scope, line) -> Predicate``: the vocabulary's reading
 #: of a guard expression in context (helpers such as ``is_sm100a_supported``).
-GuardFn = Callable[[str, str, str, int], Predicate]
+#: ``Vocabulary.predicate`` fits as is: a result carrying ``.predicate`` is unwrapped.
+GuardFn = Callable[[str, str, str, int], object]
 
 FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check")
 

@@ -1,0 +1,309 @@
+"""SARIF 2.1.0: blocked/unsupported verdicts as results, diagnostics as notes.
+
+Shaped after bandit's SARIF formatter: every rule is listed once in
+``tool.driver.rules`` and results point at it by ``ruleIndex``; files that could
+not be analysed (``file-*`` diagnostics) are ``toolExecutionNotifications`` of
+the invocation, not results, because they are about the scan, not the code.
+Artifact URIs are relative to ``PKGROOT`` (the directory holding the scanned
+package, so ``sglang/srt/...`` resolves) or ``KERNELROOT`` for the kernel
+library, so a report stays valid when the tree moves. Output is deterministic:
+sorted, no timestamps, no absolute paths outside ``originalUriBaseIds``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import PurePath, PurePosixPath, PureWindowsPath
+from typing import IO, Any
+from urllib.parse import quote
+
+from guardscan.report import register
+from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
+
+__all__ = ["SCHEMA", "sarif_log", "render_sarif"]
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+INFORMATION_URI = "https://github.com/guardscan/guardscan"
+TARGET_BASE = "PKGROOT"
+KERNEL_BASE = "KERNELROOT"
+
+#: Verdicts reported as results, with their SARIF level and rule text.
+_VERDICT_RULES: dict[Verdict, tuple[str, str, str]] = {
+    Verdict.BLOCKED: (
+        "error", "BackendBlocked",
+        "SGLang itself rejects this backend choice on the architecture: a gate on the "
+        "choice's path raises there (or a name it needs is bound only under a guard that "
+        "excludes the architecture)."),
+    Verdict.UNSUPPORTED: (
+        "warning", "BackendUnsupported",
+        "SGLang accepts this backend choice, but a kernel on its required path declares "
+        "that it does not run on the architecture."),
+}
+#: Roles that can decide each verdict; the chain's last such line is the location.
+_DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
+    Verdict.BLOCKED: ("gate", "import"),
+    Verdict.UNSUPPORTED: ("kernel",),
+}
+_FILE_PREFIX = "file-"
+
+
+@register("sarif")
+def render_sarif(result: ScanResult, stream: IO[str], options: dict[str, Any]) -> None:
+    json.dump(sarif_log(result), stream, indent=2, sort_keys=False)
+    stream.write("\n")
+
+
+def sarif_log(result: ScanResult) -> dict[str, Any]:
+    """The whole SARIF log for one scan, as plain JSON data."""
+    bases = _Bases(result)
+    verdicts = sorted(
+        (b for b in result.backends if b.verdict in _VERDICT_RULES),
+        key=lambda b: (b.option, b.choice, _arch_position(result, b.arch), b.arch))
+    diagnostics = sorted(set(result.diagnostics))
+    notes = [d for d in diagnostics if not d.code.startswith(_FILE_PREFIX)]
+    skipped = [d for d in diagnostics if d.code.startswith(_FILE_PREFIX)]
+
+    rule_ids = [v.value for v in _VERDICT_RULES if any(b.verdict is v for b in verdicts)]
+    rule_ids += sorted({d.code for d in notes})
+    rule_index = {rule_id: index for index, rule_id in enumerate(rule_ids)}
+    rules = [_verdict_rule(Verdict(r)) if r in _verdict_values() else _diagnostic_rule(r)
+             for r in rule_ids]
+
+    results = [_verdict_result(b, rule_index, bases) for b in verdicts]
+    results += [_diagnostic_result(d, rule_index, bases) for d in notes]
+
+    invocation: dict[str, Any] = {"executionSuccessful": True}
+    if skipped:
+        invocation["toolExecutionNotifications"] = [_notification(d, bases) for d in skipped]
+
+    run: dict[str, Any] = {
+        "tool": {"driver": {
+            "name": "guardscan",
+            "version": result.guardscan,
+            "semanticVersion": result.guardscan,
+            "informationUri": INFORMATION_URI,
+            "rules": rules,
+        }},
+        "originalUriBaseIds": bases.original_uri_base_ids(),
+        "invocations": [invocation],
+        "results": results,
+        "columnKind": "unicodeCodePoints",
+        "properties": _run_properties(result),
+    }
+    return {"$schema": SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+# -- rules ---------------------------------------------------------------------------------
+def _verdict_values() -> set[str]:
+    return {v.value for v in _VERDICT_RULES}
+
+
+def _verdict_rule(verdict: Verdict) -> dict[str, Any]:
+    level, name, text = _VERDICT_RULES[verdict]
+    return {
+        "id": verdict.value,
+        "name": name,
+        "shortDescription": {"text": f"backend choice {verdict.value} on the architecture"},
+        "fullDescription": {"text": text},
+        "defaultConfiguration": {"level": level},
+        "properties": {"tags": ["guardscan", "verdict"]},
+    }
+
+
+def _diagnostic_rule(code: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "id": code,
+        "name": "".join(part.capitalize() for part in code.replace("_", "-").split("-")),
+        "shortDescription": {"text": f"guardscan could not fully analyse: {code}"},
+        "defaultConfiguration": {"level": "note"},
+        "properties": {"tags": ["guardscan", "diagnostic"]},
+    }
+    template = _message_templates().get(code)
+    if template:
+        rule["fullDescription"] = {"text": template}
+    return rule
+
+
+def _message_templates() -> dict[str, str]:
+    """Diagnostic templates the stages publish (``MESSAGES``), where they do."""
+    templates: dict[str, str] = {}
+    try:
+        from guardscan import options
+    except ImportError:  # pragma: no cover - the renderer must not need the pipeline
+        return templates
+    templates.update(getattr(options, "MESSAGES", {}))
+    return templates
+
+
+# -- results -------------------------------------------------------------------------------
+def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
+    """The line that decides a blocked/unsupported verdict: the chain's last
+    deciding-role line that is not a mere caveat, else its last line."""
+    roles = _DECIDING_ROLES.get(verdict.verdict, ())
+    for ev in reversed(verdict.evidence):
+        if ev.role in roles and not ev.note.startswith("could raise"):
+            return ev
+    return verdict.evidence[-1] if verdict.evidence else None
+
+
+def _verdict_result(verdict: BackendVerdict, rule_index: dict[str, int],
+                    bases: _Bases) -> dict[str, Any]:
+    rule_id = verdict.verdict.value
+    deciding = deciding_evidence(verdict)
+    where = f" on {verdict.arch}"
+    if verdict.quantization:
+        where += f" with --quantization {verdict.quantization}"
+    text = f"{verdict.option} {verdict.choice} is {verdict.verdict.value}{where}"
+    if deciding is not None and deciding.note:
+        text += f": {deciding.note}"
+    out: dict[str, Any] = {
+        "ruleId": rule_id,
+        "ruleIndex": rule_index[rule_id],
+        "level": _VERDICT_RULES[verdict.verdict][0],
+        "message": {"text": text},
+        "locations": [bases.location(deciding)] if deciding is not None else [],
+    }
+    related = [ev for ev in verdict.evidence if ev is not deciding]
+    if related:
+        out["relatedLocations"] = [
+            bases.location(ev, id_=number, message=_hop_message(ev))
+            for number, ev in enumerate(related, start=1)]
+    out["partialFingerprints"] = {"guardscanVerdict/v1": _fingerprint(
+        verdict.option, verdict.choice, verdict.arch, verdict.quantization or "",
+        verdict.verdict.value)}
+    properties: dict[str, Any] = {
+        "option": verdict.option,
+        "choice": verdict.choice,
+        "arch": verdict.arch,
+        "quantization": verdict.quantization,
+        "verdict": verdict.verdict.value,
+        "safe_to_try": verdict.safe_to_try,
+    }
+    if verdict.platform:
+        properties["platform"] = verdict.platform
+    if verdict.conditions:
+        properties["conditions"] = list(verdict.conditions)
+    out["properties"] = properties
+    return out
+
+
+def _hop_message(ev: Evidence) -> dict[str, str]:
+    text = f"[{ev.role}] {ev.text.strip()}"
+    if ev.note:
+        text += f" -- {ev.note}"
+    return {"text": text}
+
+
+def _diagnostic_result(diag: Diagnostic, rule_index: dict[str, int],
+                       bases: _Bases) -> dict[str, Any]:
+    return {
+        "ruleId": diag.code,
+        "ruleIndex": rule_index[diag.code],
+        "level": "note",
+        "message": {"text": diag.message},
+        "locations": [bases.diagnostic_location(diag)],
+        # no line: a baseline of diagnostics should survive code moving
+        "partialFingerprints": {"guardscanDiagnostic/v1": _fingerprint(
+            diag.path, diag.code, diag.message)},
+    }
+
+
+def _notification(diag: Diagnostic, bases: _Bases) -> dict[str, Any]:
+    return {
+        "level": "warning" if diag.code == "file-failed" else "note",
+        "message": {"text": f"{diag.path}: {diag.message}" if diag.message else diag.path},
+        "descriptor": {"id": diag.code},
+        "locations": [bases.diagnostic_location(diag)],
+    }
+
+
+def _fingerprint(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+def _arch_position(result: ScanResult, arch: str) -> int:
+    try:
+        return result.archs.index(arch)
+    except ValueError:
+        return len(result.archs)
+
+
+def _run_properties(result: ScanResult) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "target": result.target.to_json(),
+        "kernels": [k.to_json() for k in result.kernels],
+        "archs": list(result.archs),
+        "quantization": result.quantization,
+    }
+    if result.notes:
+        properties["notes"] = list(result.notes)
+    return properties
+
+
+# -- locations -----------------------------------------------------------------------------
+class _Bases:
+    """Which base directory each evidence path is relative to."""
+
+    def __init__(self, result: ScanResult) -> None:
+        self.target_package = result.target.package
+        self.roots: dict[str, tuple[str, str]] = {
+            TARGET_BASE: (_parent_uri(result.target.path),
+                          f"directory holding the scanned {result.target.package}"),
+        }
+        self.kernel_bases: dict[str, str] = {}
+        for number, kernel in enumerate(result.kernels, start=1):
+            if kernel.package in self.kernel_bases or kernel.package == self.target_package:
+                continue
+            base = KERNEL_BASE if number == 1 else f"{KERNEL_BASE}{number}"
+            self.kernel_bases[kernel.package] = base
+            self.roots[base] = (_parent_uri(kernel.path),
+                                f"directory holding the kernel library {kernel.package}")
+
+    def original_uri_base_ids(self) -> dict[str, Any]:
+        return {base: {"uri": uri, "description": {"text": text}}
+                for base, (uri, text) in sorted(self.roots.items())}
+
+    def artifact(self, path: str) -> dict[str, str]:
+        first = path.split("/", 1)[0]
+        base = self.kernel_bases.get(first, TARGET_BASE)
+        return {"uri": quote(path, safe="/"), "uriBaseId": base}
+
+    def location(self, ev: Evidence, id_: int | None = None,
+                 message: dict[str, str] | None = None) -> dict[str, Any]:
+        physical: dict[str, Any] = {"artifactLocation": self.artifact(ev.path)}
+        if ev.line >= 1:
+            region: dict[str, Any] = {"startLine": ev.line, "startColumn": 1}
+            if ev.text:
+                region["snippet"] = {"text": ev.text}
+            physical["region"] = region
+        out: dict[str, Any] = {}
+        if id_ is not None:
+            out["id"] = id_
+        out["physicalLocation"] = physical
+        if message is not None:
+            out["message"] = message
+        return out
+
+    def diagnostic_location(self, diag: Diagnostic) -> dict[str, Any]:
+        physical: dict[str, Any] = {"artifactLocation": self.artifact(diag.path)}
+        if diag.line >= 1:
+            physical["region"] = {"startLine": diag.line, "startColumn": 1}
+        return {"physicalLocation": physical}
+
+
+def _parent_uri(path: str) -> str:
+    """``file://`` URI of the directory holding ``path``, with the trailing slash
+    SARIF requires of a base URI."""
+    pure: PurePath = PureWindowsPath(path) if _looks_windows(path) else PurePosixPath(path)
+    parent = pure.parent
+    if parent.is_absolute():
+        uri = parent.as_uri()
+    else:  # a relative path (tests, odd callers): still a valid relative reference
+        uri = quote(parent.as_posix(), safe="/")
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _looks_windows(path: str) -> bool:
+    return len(path) > 2 and path[1] == ":" and path[2] in "\\/"
