@@ -46,7 +46,6 @@ __all__ = [
 GRAPH_FORMATS = (".json", ".graphml", ".dot")
 
 LineText = Callable[[str, int], str]
-Graph = nx.DiGraph  # type: ignore[type-arg]
 
 
 # -- node ids --------------------------------------------------------------------------------
@@ -71,11 +70,11 @@ def kernel_id(name: str) -> str:
 
 
 # -- building --------------------------------------------------------------------------------
-def build_graph(analysis: Any) -> Graph:
+def build_graph(analysis: Any) -> nx.DiGraph[str]:
     """The support graph of one analysis (``guardscan.scan.Analysis`` or anything
     with ``result``, ``links`` and optionally ``index`` / ``kernel_judge``)."""
     result = analysis.result
-    graph: Graph = nx.DiGraph()
+    graph: nx.DiGraph[str] = nx.DiGraph()
     graph.graph.update({
         "name": "guardscan",
         "guardscan": result.guardscan,
@@ -103,7 +102,7 @@ def _no_text(path: str, line: int) -> str:
     return ""
 
 
-def add_options(graph: Graph, options: Iterable[OptionInfo]) -> dict[str, str]:
+def add_options(graph: nx.DiGraph[str], options: Iterable[OptionInfo]) -> dict[str, str]:
     """Option and choice nodes from the catalog; returns dest -> flag."""
     flags: dict[str, str] = {}
     for option in options:
@@ -120,7 +119,7 @@ def add_options(graph: Graph, options: Iterable[OptionInfo]) -> dict[str, str]:
     return flags
 
 
-def add_line(graph: Graph, path: str, line: int, role: str, text: str = "") -> str:
+def add_line(graph: nx.DiGraph[str], path: str, line: int, role: str, text: str = "") -> str:
     """A source-line node; a line met in several roles keeps the first as ``role``
     and all of them in ``roles``."""
     node = line_id(path, line)
@@ -136,7 +135,7 @@ def add_line(graph: Graph, path: str, line: int, role: str, text: str = "") -> s
     return node
 
 
-def add_verdicts(graph: Graph, verdicts: Iterable[BackendVerdict]) -> None:
+def add_verdicts(graph: nx.DiGraph[str], verdicts: Iterable[BackendVerdict]) -> None:
     """choice -> arch verdict edges, and each evidence chain as a path of lines
     from the choice to the arch it was judged on."""
     for verdict in verdicts:
@@ -161,7 +160,7 @@ def add_verdicts(graph: Graph, verdicts: Iterable[BackendVerdict]) -> None:
             _add_decision(graph, previous, arch, verdict)
 
 
-def _add_decision(graph: Graph, last: str, arch: str, verdict: BackendVerdict) -> None:
+def _add_decision(graph: nx.DiGraph[str], last: str, arch: str, verdict: BackendVerdict) -> None:
     """The chain's last line -> arch. Several choices can end on the same line
     with different verdicts, so the edge lists them all; ``verdict`` is their
     common value, or ``mixed``."""
@@ -176,7 +175,7 @@ def _add_decision(graph: Graph, last: str, arch: str, verdict: BackendVerdict) -
                    verdicts=[entry])
 
 
-def add_findings(graph: Graph, findings: Iterable[Any], flags: Mapping[str, str],
+def add_findings(graph: nx.DiGraph[str], findings: Iterable[Any], flags: Mapping[str, str],
                  line_text: LineText = _no_text) -> None:
     """Each link finding (gate, default, select, ...) as a line node, tied to
     its option or choice and to the lines of its chain (guard definitions
@@ -199,7 +198,7 @@ def add_findings(graph: Graph, findings: Iterable[Any], flags: Mapping[str, str]
         _add_hops(graph, node, finding.hops, line_text)
 
 
-def add_kernel_calls(graph: Graph, calls: Iterable[Any], flags: Mapping[str, str],
+def add_kernel_calls(graph: nx.DiGraph[str], calls: Iterable[Any], flags: Mapping[str, str],
                      line_text: LineText = _no_text) -> None:
     """Call sites into the kernel library: option -> call line -> ``kernel:`` node."""
     for call in calls:
@@ -215,7 +214,7 @@ def add_kernel_calls(graph: Graph, calls: Iterable[Any], flags: Mapping[str, str
         _add_hops(graph, node, call.hops, line_text)
 
 
-def _add_hops(graph: Graph, node: str, hops: Iterable[Any], line_text: LineText) -> None:
+def _add_hops(graph: nx.DiGraph[str], node: str, hops: Iterable[Any], line_text: LineText) -> None:
     for order, hop in enumerate(hops, start=1):
         if hop.line <= 0:
             continue
@@ -230,7 +229,7 @@ def _hop_role(role: str) -> str:
     return {"definition": "guard", "call": "link", "quant": "link"}.get(role, role)
 
 
-def add_kernel_graph(graph: Graph, kernels: Graph) -> None:
+def add_kernel_graph(graph: nx.DiGraph[str], kernels: nx.DiGraph[str]) -> None:
     """The kernel library's call graph, node ids prefixed ``kernel:``."""
     for name in sorted(kernels.nodes, key=str):
         attrs = {k: plain(v) for k, v in kernels.nodes[name].items()}
@@ -244,7 +243,7 @@ def add_kernel_graph(graph: Graph, kernels: Graph) -> None:
         _add_edge(graph, kernel_id(str(caller)), kernel_id(str(callee)), **attrs)
 
 
-def add_kernel_facts(graph: Graph, facts: Mapping[str, Iterable[Any]]) -> None:
+def add_kernel_facts(graph: nx.DiGraph[str], facts: Mapping[str, Iterable[Any]]) -> None:
     """Kernel facts (decorators, JIT specs, checks...) as lines of the kernel
     library hanging off their function's ``kernel:`` node."""
     for function in sorted(facts):
@@ -260,7 +259,7 @@ def add_kernel_facts(graph: Graph, facts: Mapping[str, Iterable[Any]]) -> None:
                       predicate=plain(fact.predicate), note=fact.note)
 
 
-def _add_node(graph: Graph, node: str, **attrs: Any) -> None:
+def _add_node(graph: nx.DiGraph[str], node: str, **attrs: Any) -> None:
     """Add a node, or fill in attributes it does not have yet (first value wins,
     so the order of the input decides, never a dict's hash order)."""
     if node in graph:
@@ -272,7 +271,7 @@ def _add_node(graph: Graph, node: str, **attrs: Any) -> None:
     graph.add_node(node, **attrs)
 
 
-def _add_edge(graph: Graph, source: str, target: str, **attrs: Any) -> None:
+def _add_edge(graph: nx.DiGraph[str], source: str, target: str, **attrs: Any) -> None:
     if source == target:
         return
     if graph.has_edge(source, target):
@@ -303,10 +302,10 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def _sorted_copy(graph: Graph, scalar_only: bool = False) -> Graph:
+def _sorted_copy(graph: nx.DiGraph[str], scalar_only: bool = False) -> nx.DiGraph[str]:
     """The same graph with nodes and edges in sorted order and plain attributes
     (for GraphML: scalars only, each key one type, ``None`` dropped)."""
-    out: Graph = nx.DiGraph()
+    out: nx.DiGraph[str] = nx.DiGraph()
     out.graph.update({str(k): plain(v) for k, v in sorted(graph.graph.items())})
     nodes = sorted(graph.nodes, key=str)
     edges = sorted(graph.edges, key=lambda e: (str(e[0]), str(e[1])))
@@ -348,14 +347,14 @@ def _scalarise(records: Iterable[dict[str, Any]]) -> None:
 
 
 # -- export ----------------------------------------------------------------------------------
-def graph_to_json(graph: Graph) -> str:
+def graph_to_json(graph: nx.DiGraph[str]) -> str:
     """Node-link JSON (``networkx.node_link_graph(data, edges="edges")`` reads it
     back), sorted keys, nodes and edges."""
     copy = _sorted_copy(graph)
     try:
         data = nx.node_link_data(copy, edges="edges")
     except TypeError:  # networkx < 3.4 names the keyword ``link``
-        data = nx.node_link_data(copy, link="edges")  # type: ignore[call-arg]
+        data = nx.node_link_data(copy, link="edges")
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -392,7 +391,7 @@ def _dot_label(node: str, attrs: Mapping[str, Any]) -> str:
     return node
 
 
-def graph_to_dot(graph: Graph) -> str:
+def graph_to_dot(graph: nx.DiGraph[str]) -> str:
     """Graphviz DOT text, written without pydot; every id quoted."""
     copy = _sorted_copy(graph)
     lines = [f"digraph {dot_quote(str(copy.graph.get('name', 'guardscan')))} {{"]
@@ -412,7 +411,7 @@ def graph_to_dot(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
+def write_graph(graph: nx.DiGraph[str], path: str | os.PathLike[str]) -> None:
     """Write ``graph`` in the format its file extension names."""
     target = Path(path)
     suffix = target.suffix.lower()

@@ -34,6 +34,7 @@ atoms). The kinds, one recogniser each:
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,9 +50,11 @@ from guardscan.predicate import (
     Unknown,
     atoms,
     conj,
+    disj,
     mentions_capability,
     mentions_device,
     neg,
+    substitute,
 )
 from guardscan.results import Diagnostic, OptionInfo
 from guardscan.vocabulary import (
@@ -160,8 +163,10 @@ class _Linker:
         self.dests = {o.dest for o in options}
         self._cond_memo: dict[tuple[str, int], Predicate] = {}
         self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
+        self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
-        self.quant_context: dict[tuple[str, str], set[str]] = {}
+        #: (rel, class) -> {method: condition under which the method's config builds it}
+        self.quant_context: dict[tuple[str, str], dict[str, Predicate]] = {}
         self.quant_dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
 
@@ -208,8 +213,19 @@ class _Linker:
                 return bool(_option_atoms(self.cond(facts, later, scope)))
         return False
 
-    def guard_hops(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> list[Hop]:
+    def guard_hops(self, facts: FileFacts, path: tuple[int, ...], scope: str,
+                   line: int = 0) -> list[Hop]:
+        """Device guards on the path (and, for an assert at ``line``, its test),
+        each followed by the definition lines that give it meaning."""
         hops = []
+        shown = 0
+        for trel, tline in self._assert_trail.get((facts.rel, line), ()):
+            text = self.index.line_text(trel, tline)
+            if (trel, tline) == (facts.rel, line) or text.startswith(("import ", "from ")) \
+                    or shown >= MAX_DEFINITION_HOPS:
+                continue
+            shown += 1
+            hops.append(Hop(trel, tline, "definition", "what the assert tests"))
         for signed in path:
             pred = self.cond(facts, signed, scope)
             if mentions_device(pred):
@@ -237,19 +253,27 @@ class _Linker:
         for afact in facts.asserts:
             if scope_filter is not None and afact.scope != scope_filter:
                 continue
-            test = self.vocab.predicate(afact.test, facts.rel, afact.scope, afact.line).predicate
+            resolved = self.vocab.predicate(afact.test, facts.rel, afact.scope, afact.line)
+            self._assert_trail[(facts.rel, afact.line)] = resolved.trail
             yield (afact.scope, afact.line, f"assert {afact.test}",
-                   conj(self.path(facts, afact.path, afact.scope), neg(test)), afact.path)
+                   conj(self.path(facts, afact.path, afact.scope), neg(resolved.predicate)),
+                   afact.path)
 
     # -- direct gates and defaults -------------------------------------------------------
     def quant_condition(self, rel: str, scope: str) -> Predicate:
-        """Code of a quantization method runs only under that method: classes a
-        method's config instantiates get ``QuantIs``, other code beside them an
-        undecidable condition, so neither blocks a choice by itself."""
+        """Code of a quantization method runs only under that method: the
+        constructors of classes a method's config instantiates get ``QuantIs``;
+        their other methods also need to be called (undecidable here); other code
+        beside them gets an undecidable condition. None blocks a choice by itself."""
         top = scope.split(".")[0]
         methods = self.quant_context.get((rel, top))
         if methods:
-            return QuantIs(frozenset(methods))
+            built = disj(*(conj(QuantIs(frozenset({m})), c) for m, c in sorted(
+                methods.items())))
+            if scope in (top, f"{top}.__init__"):
+                return built
+            # another method of the class: runs only when something calls it
+            return conj(built, Unknown(f"{scope}() is called"))
         if any(rel.startswith(d) for d in self.quant_dirs):
             return Unknown("code used only by some quantization method")
         return Const(True)
@@ -264,7 +288,7 @@ class _Linker:
             cond = conj(self.quant_condition(rel, scope), cond)
             option_atoms = _option_atoms(cond)
             dests = sorted({a.option for a in option_atoms})
-            hops = tuple(self.guard_hops(facts, path, scope))
+            hops = tuple(self.guard_hops(facts, path, scope, line))
             if dests:
                 for dest in dests:
                     self.links.findings.append(Finding(
@@ -347,7 +371,7 @@ class _Linker:
                 continue
             if not mentions_device(cond):
                 continue
-            hops = (link, *self.guard_hops(facts, path, fscope))
+            hops = (link, *self.guard_hops(facts, path, fscope, line))
             self.links.findings.append(Finding("gate", rel, line, conj(region, cond), hops,
                                                option=dest, text=text))
         self.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True)
@@ -399,7 +423,7 @@ class _Linker:
             if mentions_device(cond):
                 self.links.findings.append(Finding(
                     "gate", rel, line, conj(region, cond),
-                    (*hops, *self.guard_hops(facts, path, scope)), option=dest, text=text))
+                    (*hops, *self.guard_hops(facts, path, scope, line)), option=dest, text=text))
 
     def _follow_one(self, facts: FileFacts, call: CallFact, dest: str, cond: Predicate,
                     hops: tuple[Hop, ...], depth: int) -> None:
@@ -439,7 +463,8 @@ class _Linker:
                 continue
             self.links.findings.append(Finding(
                 "gate", target[0], line, conj(cond, gate),
-                (*hops, hop, *self.guard_hops(tfacts, path, scope)), option=dest, text=text))
+                (*hops, hop, *self.guard_hops(tfacts, path, scope, line)), option=dest,
+                text=text))
         self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False)
 
     # -- select guards in a choice's own module -------------------------------------------
@@ -462,9 +487,16 @@ class _Linker:
         if facts is None:
             return
         raising_paths = {abs(s) for r in facts.raises for s in r.path}
+        used: set[int] = set()
+        for group in (facts.imports, facts.assigns, facts.calls, facts.functions,
+                      facts.returns):
+            for fact in group:
+                used.update(fact.path)  # type: ignore[attr-defined]
         for index, cond in enumerate(facts.conds, start=1):
-            if cond.kind != "if" or index in raising_paths:
+            if cond.kind not in ("if", "elif") or index in raising_paths:
                 continue
+            if index not in used or -index not in used:
+                continue  # picks nothing: code on one side only
             scope = facts.cond_scope[index - 1]
             pred = self.cond(facts, index, scope)
             if mentions_device(pred) and any(isinstance(a, Device) for a in atoms(pred)):
@@ -571,8 +603,10 @@ class _Linker:
                     (Hop(crel, vline, "quant", f"{method}: {cqual}.{tname}() returns {number}"),),
                     text=ttext))
             self.quant_dirs.add(crel.rsplit("/", 1)[0] + "/")
-            for qrel, qscope in self._classes_of(crel, cqual):
-                self.quant_context.setdefault((qrel, qscope), set()).add(method)
+            for qrel, qscope, built_when in self._classes_of(crel, cqual):
+                known = self.quant_context.setdefault((qrel, qscope), {})
+                known[method] = disj(known[method], built_when) if method in known \
+                    else built_when
 
     def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
         """Methods compared with the device capability in a raising check:
@@ -612,21 +646,33 @@ class _Linker:
                     return node.value, rel, ret.line
         return None
 
-    def _classes_of(self, rel: str, cls: str) -> list[tuple[str, str]]:
-        """The config class and the classes its methods instantiate."""
-        out = [(rel, cls)]
+    def _classes_of(self, rel: str, cls: str) -> list[tuple[str, str, Predicate]]:
+        """The config class and the classes its methods instantiate, each with
+        the condition it is built under. ``isinstance(layer, X)`` tests pick a
+        class per layer kind and are taken as met; other conditions stay."""
+        out: list[tuple[str, str, Predicate]] = [(rel, cls, Const(True))]
         facts = self.index.facts(rel)
         if facts is None:
             return out
+        found: dict[tuple[str, str], Predicate] = {}
         for call in facts.calls:
             if not call.scope.startswith(cls + "."):
                 continue
-            node = parse_expr(call.func)
-            if node is None:
-                continue
-            value = self.vocab.eval(node, rel, call.scope, call.line, {})
-            if isinstance(value, ClassV) and (value.rel, value.qualname) not in out:
-                out.append((value.rel, value.qualname))
+            # built here (``C(...)``) or handed to a builder (``build(Moe=C)``)
+            texts = [call.func, *call.args, *(v for _, v in call.kwargs)]
+            for position, text in enumerate(texts):
+                if position and not re.fullmatch(r"[\w.]+", text):
+                    continue
+                node = parse_expr(text)
+                if node is None:
+                    continue
+                value = self.vocab.eval(node, rel, call.scope, call.line, {})
+                if not isinstance(value, ClassV) or (value.rel, value.qualname) == (rel, cls):
+                    continue
+                cond = substitute(self.path(facts, call.path, call.scope), _layer_kind_test)
+                key = (value.rel, value.qualname)
+                found[key] = disj(found[key], cond) if key in found else cond
+        out.extend((r, q, _fold_tautology(c)) for (r, q), c in found.items())
         return out
 
 
@@ -652,6 +698,26 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         linker.scan_guarded_names(dest, choice, rel)
     linker.scan_docs()
     return linker.links
+
+
+def _fold_tautology(pred: Predicate) -> Predicate:
+    """``not a or a`` is TRUE whatever ``a`` is: Kleene logic alone cannot see it
+    (both branches of ``if not x: build(C) ... return`` / ``build(C)``)."""
+    free = sorted({a for a in atoms(pred) if isinstance(a, Unknown)}, key=repr)
+    if not free or len(free) > 8 or len(free) != len(set(atoms(pred)) - {Const(True),
+                                                                           Const(False)}):
+        return pred
+    for values in itertools.product((Const(True), Const(False)), repeat=len(free)):
+        mapping = dict(zip(free, values))
+        if substitute(pred, mapping.get) != Const(True):
+            return pred
+    return Const(True)
+
+
+def _layer_kind_test(atom: Predicate) -> Predicate | None:
+    if isinstance(atom, Unknown) and atom.reason.startswith("isinstance("):
+        return Const(True)
+    return None
 
 
 def _shared_prefix(a: str, b: str) -> int:
@@ -702,6 +768,5 @@ def _doc_predicate(text: str) -> Predicate | None:
             parts.append(pred)
     if not parts:
         return None
-    from guardscan.predicate import disj
     return disj(*parts)
 

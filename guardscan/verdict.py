@@ -38,7 +38,6 @@ from guardscan.predicate import (
     Context,
     Not,
     Or,
-    CudaAtLeast,
     Predicate,
     QuantIs,
     Tri,
@@ -115,8 +114,7 @@ def _finding_evidence(index: Index, finding: Finding, role: str, note: str,
 
 
 def _undecided(pred: Predicate, ctx: Context) -> list[str]:
-    return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN
-                   and not isinstance(a, CudaAtLeast)})
+    return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN})
 
 
 def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],

@@ -1105,7 +1105,7 @@ def _external_call(path: str, args: list[Value], kwargs: dict[str, Value]) -> Va
 
 def _builtin_call(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     if name in ("lru_cache", "cache", "cached"):
-        if args and isinstance(args[0], FuncV):
+        if args and isinstance(args[0], (FuncV, _Wrapper)):
             return args[0]
         return _Wrapper("decorator-factory")
     if name == "partial":

@@ -150,8 +150,8 @@ def guard_forms_page() -> str:
     from guardscan import link, options, vocabulary
 
     lines = ["# Guard forms", "", GENERATED, "",
-             "Every form of source text guardscan reads, one recogniser each, in pipeline "
-             "order. Each entry is the recogniser's own docstring.", ""]
+             ("Every form of source text guardscan reads, one recogniser each, in pipeline "
+              "order. Each entry is the recogniser's own docstring."), ""]
 
     lines += [f"## Options (`{_source_path(options)}`)", "",
               docstring_markdown(options.__doc__).rstrip(), ""]
@@ -171,8 +171,9 @@ def guard_forms_page() -> str:
         package, recognisers = kernels
         lines += [f"## Kernel library (`{_source_path(package)}`)", "",
                   docstring_markdown(package.__doc__).rstrip(), ""]
-        for recogniser in recognisers:
-            lines += _section(f"`{_qualname(recogniser)}`", _recogniser_doc(recogniser))
+        for kernel_recogniser in recognisers:
+            lines += _section(f"`{_qualname(kernel_recogniser)}`",
+                              _recogniser_doc(kernel_recogniser))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -192,7 +193,7 @@ def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:
     """The kernels package and its ``RECOGNISERS``, when this build has them."""
     try:
         package = importlib.import_module("guardscan.kernels")
-    except Exception:  # being written; the page simply leaves the section out
+    except ImportError:  # being written; the page simply leaves the section out
         return None
     recognisers = getattr(package, "RECOGNISERS", None)
     if not recognisers:
@@ -204,8 +205,8 @@ def verdicts_page() -> str:
     from guardscan import verdict
 
     lines = ["# Verdicts", "", GENERATED, "",
-             f"From `{_source_path(verdict)}`. Each (option, choice, architecture) gets "
-             "exactly one verdict; `safe_to_try` is true for `supported` and `unknown`.", "",
+             (f"From `{_source_path(verdict)}`. Each (option, choice, architecture) gets "
+              "exactly one verdict; `safe_to_try` is true for `supported` and `unknown`."), "",
              docstring_markdown(verdict.__doc__).rstrip(), ""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -23,18 +23,18 @@ from guardscan.results import BackendVerdict, Evidence, ScanResult
 from guardscan.scan import Analysis, ScanOptions, analyse
 
 __all__ = [
-    "FIXTURES",
     "DEFAULT_SERVER_ARGS",
+    "FIXTURES",
+    "describe_chain",
+    "evidence",
     "fixture",
     "fixture_tree",
+    "line_of",
     "make_tree",
     "run_analysis",
     "run_scan",
-    "verdicts",
     "verdict_of",
-    "evidence",
-    "line_of",
-    "describe_chain",
+    "verdicts",
 ]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

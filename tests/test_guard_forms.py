@@ -156,11 +156,6 @@ def test_resolved_forms_leave_no_unresolved_guard(name: str) -> None:
 # the cases the table cannot say
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "guardscan bug: `lru_cache(partial(f, ...))` (lru_cache applied directly to a "
-    "partial, the DESIGN.md example) does not resolve: vocabulary._builtin_call passes "
-    "only a FuncV argument through lru_cache and turns a _Wrapper (the partial) into a "
-    "decorator-factory, whose call without a function gives UnkV"))
 def test_partial_applied_directly_to_lru_cache() -> None:
     result = scan("guards_partial")
     assert actual_row(result, "x") == expected_row("BBBBSSBBB")
@@ -177,10 +172,6 @@ def test_partial_with_cuda_bound_no_toolkit_decides() -> None:
         sm90.evidence)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "guardscan bug: the caveat note of a gate left undecided only by a CUDA-version "
-    "atom reads 'could raise on sm90 depending on: ' with nothing after it: "
-    "verdict._undecided drops CudaAtLeast atoms, which are the only undecided ones"))
 def test_cuda_caveat_names_the_cuda_condition() -> None:
     sm90 = verdict_of(scan("guards_partial"), "w", "sm90")
     note = next(e.note for e in sm90.evidence if e.role == "gate")
@@ -195,11 +186,6 @@ def test_assert_gate_verdicts() -> None:
     assert (*site("guards_device_sm", RUNNER, "assert get_device_sm() >= 100"), "gate") in chain
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "guardscan bug: for an assert gate the chain lacks the lines that define the "
-    "guard: link._Linker.failure_conditions resolves the assert's test but "
-    "guard_hops only walks the path conditions, so the vocabulary trail of the "
-    "assert test (def get_device_sm) is dropped"))
 def test_assert_gate_chain_has_definition() -> None:
     result = scan("guards_device_sm")
     chain = [(e.path, e.line) for e in verdict_of(result, "x", "sm90").evidence]

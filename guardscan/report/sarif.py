@@ -21,7 +21,7 @@ from urllib.parse import quote
 from guardscan.report import register
 from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
 
-__all__ = ["SCHEMA", "sarif_log", "render_sarif"]
+__all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -33,13 +33,13 @@ KERNEL_BASE = "KERNELROOT"
 _VERDICT_RULES: dict[Verdict, tuple[str, str, str]] = {
     Verdict.BLOCKED: (
         "error", "BackendBlocked",
-        "SGLang itself rejects this backend choice on the architecture: a gate on the "
-        "choice's path raises there (or a name it needs is bound only under a guard that "
-        "excludes the architecture)."),
+        ("SGLang itself rejects this backend choice on the architecture: a gate on the "
+         "choice's path raises there (or a name it needs is bound only under a guard that "
+         "excludes the architecture).")),
     Verdict.UNSUPPORTED: (
         "warning", "BackendUnsupported",
-        "SGLang accepts this backend choice, but a kernel on its required path declares "
-        "that it does not run on the architecture."),
+        ("SGLang accepts this backend choice, but a kernel on its required path declares "
+         "that it does not run on the architecture.")),
 }
 #: Roles that can decide each verdict; the chain's last such line is the location.
 _DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
