@@ -658,6 +658,8 @@ class _Linker:
         for call in facts.calls:
             if not call.scope.startswith(cls + "."):
                 continue
+            if call.func in ("isinstance", "issubclass", "type"):
+                continue
             # built here (``C(...)``) or handed to a builder (``build(Moe=C)``)
             texts = [call.func, *call.args, *(v for _, v in call.kwargs)]
             for position, text in enumerate(texts):
@@ -669,7 +671,9 @@ class _Linker:
                 value = self.vocab.eval(node, rel, call.scope, call.line, {})
                 if not isinstance(value, ClassV) or (value.rel, value.qualname) == (rel, cls):
                     continue
-                cond = substitute(self.path(facts, call.path, call.scope), _layer_kind_test)
+                kept = tuple(p for p in call.path
+                             if not _PER_LAYER.search(facts.cond(p).text))
+                cond = self.path(facts, kept, call.scope)
                 key = (value.rel, value.qualname)
                 found[key] = disj(found[key], cond) if key in found else cond
         out.extend((r, q, _fold_tautology(c)) for (r, q), c in found.items())
@@ -714,10 +718,10 @@ def _fold_tautology(pred: Predicate) -> Predicate:
     return Const(True)
 
 
-def _layer_kind_test(atom: Predicate) -> Predicate | None:
-    if isinstance(atom, Unknown) and atom.reason.startswith("isinstance("):
-        return Const(True)
-    return None
+#: Per-layer dispatch (``isinstance(layer, FusedMoE)``,
+#: ``self.is_layer_excluded(prefix)``) says which layers get a class, not whether
+#: the method uses it: such branch tests are taken as met, either way.
+_PER_LAYER = re.compile(r"\b(isinstance\(|layer|prefix)")
 
 
 def _shared_prefix(a: str, b: str) -> int:

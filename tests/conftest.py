@@ -48,3 +48,33 @@ def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("GUARDSCAN_CACHE_DIR", str(cache))
     return cache
+
+
+def _analyse(version: str, quantization: str | None = None, kernels: bool = False):  # type: ignore[no-untyped-def]
+    from guardscan.scan import ScanOptions, analyse
+
+    return analyse(ScanOptions(
+        target=f"sglang=={version}", kernels=kernels, quantization=quantization,
+        cache_dir=realtrees.shared_cache_dir(), offline=False))
+
+
+@pytest.fixture(scope="session")
+def analysis_059(sglang_059: SourceTree):  # type: ignore[no-untyped-def]
+    """sglang 0.5.9, every backend option, every standard arch, SGLang-only."""
+    return _analyse("0.5.9")
+
+
+@pytest.fixture(scope="session")
+def analysis_0523(sglang_0523: SourceTree):  # type: ignore[no-untyped-def]
+    """sglang 0.5.23, every backend option, every standard arch, SGLang-only."""
+    return _analyse("0.5.23")
+
+
+@pytest.fixture(scope="session")
+def analysis_059_modelopt_fp4(sglang_059: SourceTree):  # type: ignore[no-untyped-def]
+    return _analyse("0.5.9", quantization="modelopt_fp4")
+
+
+@pytest.fixture(scope="session")
+def analysis_0523_modelopt_fp4(sglang_0523: SourceTree):  # type: ignore[no-untyped-def]
+    return _analyse("0.5.23", quantization="modelopt_fp4")

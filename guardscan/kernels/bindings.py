@@ -111,6 +111,7 @@ class Bindings:
         self._param_memo: dict[tuple[str, str], str | None] = {}
         self._module_consts: dict[str, dict[str, object]] = {}
         self._scope_consts_memo: dict[str, dict[str, object]] = {}
+        self._compared_memo: dict[str, dict[str, list[object]]] = {}
 
     # -- module level -------------------------------------------------------------------
     def module_consts(self, table: ModuleSymbols) -> dict[str, object]:
@@ -243,38 +244,41 @@ class Bindings:
                     consts[name] = value
         return consts
 
+    def _compared_literals(self, table: ModuleSymbols, fn: FunctionFact,
+                           ) -> dict[str, list[object]]:
+        """Name -> literals it is compared with (``==``, ``in``, ...) in the function's
+        conditions; read once per function."""
+        key = f"{table.module}:{fn.qualname}"
+        if key not in self._compared_memo:
+            consts = self._scope_consts(table, fn.qualname)
+            found: dict[str, list[object]] = {}
+            for text in self._param_conds(table, fn):
+                node = parse_expr(text)
+                if node is None:
+                    continue
+                for sub in ast.walk(node):
+                    if not isinstance(sub, ast.Compare) or len(sub.ops) != 1:
+                        continue
+                    left, right = sub.left, sub.comparators[0]
+                    for name_side, value_side in ((left, right), (right, left)):
+                        if isinstance(name_side, ast.Name):
+                            value = literal(value_side, consts)
+                            if value is not NOT_LITERAL:
+                                found.setdefault(name_side.id, []).append(value)
+            self._compared_memo[key] = found
+        return self._compared_memo[key]
+
     def _compared_with_literal(self, table: ModuleSymbols, fn: FunctionFact, param: str) -> bool:
-        consts = self._scope_consts(table, fn.qualname)
-        return any(_capability_like(value) for text in self._param_conds(table, fn)
-                   for value in self._param_literals(text, param, consts))
+        return any(_capability_like(value)
+                   for value in self._compared_literals(table, fn).get(param, []))
 
     def _compared_with_digit_strings(self, table: ModuleSymbols, fn: FunctionFact,
                                      param: str) -> bool:
-        consts = self._scope_consts(table, fn.qualname)
-        for text in self._param_conds(table, fn):
-            for value in self._param_literals(text, param, consts):
-                values = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
-                if values and all(is_sm_string(v) for v in values):
-                    return True
+        for value in self._compared_literals(table, fn).get(param, []):
+            values = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
+            if values and all(is_sm_string(v) for v in values):
+                return True
         return False
-
-    def _param_literals(self, text: str, param: str, consts: dict[str, object]) -> list[object]:
-        if param not in text:
-            return []
-        node = parse_expr(text)
-        if node is None:
-            return []
-        found = []
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.Compare) or len(sub.ops) != 1:
-                continue
-            left, right = sub.left, sub.comparators[0]
-            for name_side, value_side in ((left, right), (right, left)):
-                if isinstance(name_side, ast.Name) and name_side.id == param:
-                    value = literal(value_side, consts)
-                    if value is not NOT_LITERAL:
-                        found.append(value)
-        return found
 
     def _from_callers(self, table: ModuleSymbols, fn: FunctionFact, param: str,
                       depth: int) -> str | None:

@@ -115,8 +115,11 @@ def recognise_jit_specs(resolver: Resolver, table: ModuleSymbols, fn: FunctionFa
 def _gencode_fact(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, function_id: str,
                   texts: list[tuple[str, int]]) -> KernelFact | None:
     """Flags constants (or literal ``-gencode`` flags) the function compiles with."""
-    visible = set(table.imports.get("", {})) | set(table.assigns.get("", {}))
-    visible |= set(table.imports.get(fn.qualname, {}))
+    constants = _gencode_constants(resolver, table, "")
+    if fn.qualname in table.imports:
+        constants = {**constants, **_gencode_constants(resolver, table, fn.qualname)}
+    if not constants and not any("compute_" in text for text, _ in texts):
+        return None
     preds: list[Predicate] = []
     sources: list[str] = []
     first: tuple[int, str] | None = None
@@ -125,12 +128,10 @@ def _gencode_fact(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, fu
         direct = gencode_predicate(text) if "-gencode" in text or "arch=compute_" in text else None
         if direct is not None:
             found.append(("compute_", direct, "written here"))
-        for name in dict.fromkeys(_IDENT.findall(text)):
-            if name not in visible:
-                continue
-            constant = _constant_gencode(resolver, table, fn.qualname, name)
-            if constant is not None:
-                found.append((name, constant[0], constant[1]))
+        if constants:
+            for name in dict.fromkeys(_IDENT.findall(text)):
+                if name in constants:
+                    found.append((name, *constants[name]))
         for name, pred, where in found:
             preds.append(pred)
             sources.append(f"{name} ({where})")
@@ -145,6 +146,25 @@ def _gencode_fact(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, fu
         text=resolver.line_text(table.rel, line), predicate=disj(*preds),
         note=f"compiles with {', '.join(dict.fromkeys(sources))}; {JIT_NOTE}",
     )
+
+
+def _gencode_constants(resolver: Resolver, table: ModuleSymbols,
+                       scope: str) -> dict[str, tuple[Predicate, str]]:
+    """Names visible at ``scope`` (its imports, and module-level names) that hold
+    ``-gencode`` flags: name -> (archs, where defined). Once per module."""
+    key = ("gencode-constants", table.module, scope)
+    if key not in resolver.cache:
+        names = set(table.imports.get(scope, {}))
+        if scope == "":
+            names |= set(table.assigns.get("", {}))
+        found: dict[str, tuple[Predicate, str]] = {}
+        for name in names:
+            constant = _constant_gencode(resolver, table, scope, name)
+            if constant is not None:
+                found[name] = constant
+        resolver.cache[key] = found
+    cached: dict[str, tuple[Predicate, str]] = resolver.cache[key]  # type: ignore[assignment]
+    return cached
 
 
 def _constant_gencode(resolver: Resolver, table: ModuleSymbols, scope: str,

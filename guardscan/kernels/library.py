@@ -14,6 +14,7 @@ tree is imported or executed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -44,6 +45,10 @@ __all__ = ["EXCLUDED_DIRS", "PREFILTER_TOKENS", "KernelLibrary", "build_kernel_l
 #: Text that must occur in a file for the up-front facts to be looked for in it.
 PREFILTER_TOKENS = (*decorator.TOKENS, *backend_requirement.TOKENS, jit_spec.KEYWORD,
                     "-gencode", "_nvcc_flags")
+
+#: Per-name byte searches for callers before indexing every call site at once.
+CALLER_SEARCHES = 32
+_CALL_SITE = re.compile(rb"\b([A-Za-z_]\w*)\(")
 
 #: Package subdirectories that hold vendored sources and data, not the library
 #: (FlashInfer ships CUTLASS's Python DSL and cubin lists under ``data/``).
@@ -77,6 +82,7 @@ class KernelLibrary:
         self._edges: dict[str, list[Edge]] = {}
         self._table_edges: dict[str, list[Edge]] = {}
         self._callers: dict[str, list[str]] = {}
+        self._call_sites: dict[str, list[str]] | None = None
         self._capability: dict[str, Predicate | None] = {}
         self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
 
@@ -155,8 +161,19 @@ class KernelLibrary:
         return self._capability[function_id]
 
     def _find_callers(self, name: str) -> list[str]:
+        """Files that may call ``name``: a byte search per name at first; after
+        ``CALLER_SEARCHES`` of them, one pass indexes every ``name(`` of the package."""
         if name not in self._callers:
-            self._callers[name] = self.index.grep([f"{name}("], within=self.source_files)
+            if self._call_sites is None and len(self._callers) >= CALLER_SEARCHES:
+                self._call_sites = {}
+                for rel in self.source_files:
+                    data = self.index.data(rel)
+                    for found in set(_CALL_SITE.findall(data or b"")):
+                        self._call_sites.setdefault(found.decode(), []).append(rel)
+            if self._call_sites is not None:
+                self._callers[name] = self._call_sites.get(name, [])
+            else:
+                self._callers[name] = self.index.grep([f"{name}("], within=self.source_files)
         return self._callers[name]
 
     # -- the call graph, module by module ---------------------------------------------------

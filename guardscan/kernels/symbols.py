@@ -17,6 +17,7 @@ value.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import re
 from dataclasses import dataclass, field
@@ -171,6 +172,10 @@ class Resolver:
         self._dotted_memo: dict[str, Target] = {}
         self._lines: dict[str, list[bytes]] = {}
         self._loose: dict[tuple[str, str], frozenset[str]] = {}
+        self._loose_lines: dict[str, tuple[list[int], list[tuple[str, ...]]]] = {}
+        self._call_memo: dict[tuple[str, str, str], Target] = {}
+        #: per-tree memo for recognisers (keyed by a tuple starting with their name)
+        self.cache: dict[tuple[str, ...], object] = {}
 
     def line_text(self, rel: str, line: int) -> str:
         """Line ``line`` (1-based) of ``rel``, stripped; files are split once."""
@@ -212,20 +217,37 @@ class Resolver:
         return None, qualified
 
     def loose_names(self, table: ModuleSymbols, scope: str) -> frozenset[str]:
-        """Names a function binds in ways the Index does not record (see _LOOSE_BINDINGS)."""
+        """Names a function binds in ways the Index does not record (see _LOOSE_BINDINGS).
+
+        The file is scanned once; a function gets the names bound on its lines
+        (a nested function's names count for the outer one too: they only ever
+        turn an unresolved callee into a dynamic one)."""
         key = (table.module, scope)
         if key not in self._loose:
-            names: set[str] = set()
             fn = table.functions.get(scope)
+            names: set[str] = set()
             if fn is not None:
-                self.line_text(table.rel, 1)  # split the file once
-                lines = self._lines.get(table.rel, [])[fn.line - 1:fn.end_line]
-                text = b"\n".join(lines).decode("utf-8", "replace")
-                for pattern in _LOOSE_BINDINGS:
-                    for match in pattern.finditer(text):
-                        names.update(_WORD.findall(match.group(1)))
+                lines, bound = self._loose_by_line(table.rel)
+                for index in range(bisect.bisect_left(lines, fn.line),
+                                   bisect.bisect_right(lines, fn.end_line)):
+                    names.update(bound[index])
             self._loose[key] = frozenset(names)
         return self._loose[key]
+
+    def _loose_by_line(self, rel: str) -> tuple[list[int], list[tuple[str, ...]]]:
+        """(sorted lines, names bound on each), from one pass of each pattern."""
+        if rel not in self._loose_lines:
+            data = self.index.data(rel) or b""
+            text = data.decode("utf-8", "replace")
+            starts = [0] + [m.end() for m in re.finditer("\n", text)]
+            by_line: dict[int, list[str]] = {}
+            for pattern in _LOOSE_BINDINGS:
+                for match in pattern.finditer(text):
+                    line = bisect.bisect_right(starts, match.start())
+                    by_line.setdefault(line, []).extend(_WORD.findall(match.group(1)))
+            ordered = sorted(by_line)
+            self._loose_lines[rel] = (ordered, [tuple(by_line[n]) for n in ordered])
+        return self._loose_lines[rel]
 
     # -- resolution ----------------------------------------------------------------------
     def resolve_dotted(self, dotted: str, depth: int = 0) -> Target:
@@ -368,7 +390,15 @@ class Resolver:
 
     def resolve_call(self, module: str, scope: str, text: str, depth: int = 0) -> Target:
         """What the callee text ``text`` names, called from ``scope`` of ``module``."""
-        text = text.strip()
+        key = (module, scope, text)
+        found = self._call_memo.get(key)
+        if found is None:
+            found = self._resolve_call(module, scope, text.strip(), depth)
+            if depth == 0:
+                self._call_memo[key] = found
+        return found
+
+    def _resolve_call(self, module: str, scope: str, text: str, depth: int) -> Target:
         if not _DOTTED.match(text):
             return Target("dynamic", text)  # a call on a call result, a subscript, ...
         table = self.symbols(module)

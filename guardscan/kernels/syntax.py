@@ -8,6 +8,7 @@ literals are read with ``ast.literal_eval``.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 
@@ -33,8 +34,11 @@ class _NotLiteral:
 NOT_LITERAL = _NotLiteral()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse_expr(text: str) -> ast.expr | None:
-    """An expression's tree, from its source text (``None`` if it does not parse)."""
+    """An expression's tree, from its source text (``None`` if it does not parse).
+
+    Cached: callers only read the tree, never change it."""
     try:
         return ast.parse("(" + text + ")", mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
