@@ -108,6 +108,8 @@ class KernelCall:
     rel: str
     line: int
     hops: tuple[Hop, ...] = ()
+    backend: str | None = None  # a literal ``backend="cudnn"`` argument, if any
+    choice: str | None = None  # set when found in the choice's own module
 
 
 @dataclass
@@ -169,6 +171,7 @@ class _Linker:
         self.quant_context: dict[tuple[str, str], dict[str, Predicate]] = {}
         self.quant_dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
+        self.kernel_packages: set[str] = {"flashinfer"}
 
     # -- conditions ------------------------------------------------------------------
     def cond(self, facts: FileFacts, signed: int, scope: str) -> Predicate:
@@ -341,24 +344,32 @@ class _Linker:
         for func in facts.functions:
             for deco, deco_line in func.decorators:
                 node = parse_expr(deco)
-                if not (isinstance(node, ast.Call) and node.args and isinstance(
-                        node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                if not (isinstance(node, ast.Call) and node.args):
                     continue
                 name = ast.unparse(node.func).rsplit(".", 1)[-1].lower()
                 if "register" not in name:
                     continue
-                choice = node.args[0].value
-                candidates = [o for o in self.options if choice in o.choices]
-                if len(candidates) > 1:
-                    candidates = [o for o in candidates if _dest_tokens(o.dest) & (
-                        path_tokens | set(name.split("_")))]
-                    # an option and its prefill/decode/speculative twins share choices
-                    if candidates:
-                        shortest = min(len(o.dest) for o in candidates)
-                        candidates = [o for o in candidates if len(o.dest) == shortest]
-                for opt in candidates:
-                    found.append((opt.dest, choice, func.qualname, deco_line))
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        found.extend(self._registered(arg.value, name, path_tokens,
+                                                      func.qualname, deco_line))
         return found
+
+    def _registered(self, choice: str, name: str, path_tokens: set[str], qualname: str,
+                    line: int) -> list[tuple[str, str, str, int]]:
+        """The option a registered literal belongs to; several candidates are
+        narrowed by the file path and the decorator's name, and an option's
+        prefill/decode/speculative twins give way to the shortest dest."""
+        candidates = [o for o in self.options if choice in o.choices]
+        if len(candidates) > 1:
+            candidates = [o for o in candidates if _dest_tokens(o.dest) & (
+                path_tokens | set(name.split("_")))]
+            if candidates:
+                shortest = min(len(o.dest) for o in candidates)
+                candidates = [o for o in candidates if len(o.dest) == shortest]
+        if len(candidates) > 1:
+            return []  # ambiguous: say nothing rather than guess
+        return [(o.dest, choice, qualname, line) for o in candidates]
 
     def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop) -> None:
         """Gates inside a registered function, and what it calls."""
@@ -385,13 +396,16 @@ class _Linker:
             if not call.path:
                 continue
             cond = self.path(facts, call.path, call.scope)
-            for atom in _option_atoms(cond):
-                if atom.option not in self.dests:
-                    continue
-                link = Hop(rel, facts.cond(next(
-                    s for s in call.path if atom in atoms(self.cond(facts, s, call.scope)))).line,
-                    "link", atom.describe())
-                self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
+            done: set[str] = set()
+            for signed in call.path:
+                if signed < 0:
+                    continue  # a branch not taken names other choices
+                for atom in _option_atoms(self.cond(facts, signed, call.scope)):
+                    if atom.option not in self.dests or atom.option in done:
+                        continue
+                    done.add(atom.option)
+                    link = Hop(rel, facts.cond(signed).line, "link", atom.describe())
+                    self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
 
     def follow_calls(self, facts: FileFacts, scope: str, dest: str, region: Predicate,
                      hops: tuple[Hop, ...], depth: int, include_nested: bool) -> None:
@@ -438,8 +452,9 @@ class _Linker:
             return
         hop = Hop(facts.rel, call.line, "call", call.func)
         if isinstance(callee, ExtV):
-            self.links.kernel_calls.append(KernelCall(dest, cond, callee.path, facts.rel,
-                                                      call.line, (*hops, hop)))
+            self.links.kernel_calls.append(KernelCall(
+                dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
+                _literal_backend(self.vocab, facts, call)))
             return
         target: tuple[str, str] | None = None
         if isinstance(callee, FuncV):
@@ -504,6 +519,25 @@ class _Linker:
                     "select", rel, cond.line, pred,
                     (Hop(rel, 1, "link", f"module named for {choice}"),),
                     option=dest, choice=choice, text=cond.text))
+
+    def scan_module_kernel_calls(self, dest: str, choice: str, rel: str) -> None:
+        """Calls into the kernel library from a module named for the choice."""
+        facts = self.index.facts(rel)
+        if facts is None:
+            return
+        region = OptionIs(dest, frozenset({choice}))
+        link = Hop(rel, 1, "link", f"module named for {choice}")
+        for call in facts.calls:
+            node = parse_expr(call.func)
+            if node is None:
+                continue
+            callee = self.vocab.eval(node, rel, call.scope, call.line, {})
+            if isinstance(callee, ExtV) and callee.path.split(".")[0] in self.kernel_packages:
+                cond = conj(region, self.path(facts, call.path, call.scope))
+                self.links.kernel_calls.append(KernelCall(
+                    dest, cond, callee.path, rel, call.line,
+                    (link, Hop(rel, call.line, "call", call.func)),
+                    _literal_backend(self.vocab, facts, call), choice))
 
     def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
         """Names bound only under a device guard, used in the choice's module."""
@@ -682,9 +716,11 @@ class _Linker:
 
 def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                   quantization: OptionInfo | None, enum_names: Iterable[str] = (),
-                  enum_methods: Iterable[str] = ()) -> Links:
+                  enum_methods: Iterable[str] = (),
+                  kernel_packages: Iterable[str] = ("flashinfer",)) -> Links:
     """Every finding for every option, from the files that can hold one."""
     linker = _Linker(index, vocab, options, quantization)
+    linker.kernel_packages = set(kernel_packages)
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     linker.scan_quantization()
@@ -700,6 +736,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     for dest, choice, rel in linker.named_modules():
         linker.scan_selects(dest, choice, rel)
         linker.scan_guarded_names(dest, choice, rel)
+        linker.scan_module_kernel_calls(dest, choice, rel)
     linker.scan_docs()
     return linker.links
 
@@ -722,6 +759,19 @@ def _fold_tautology(pred: Predicate) -> Predicate:
 #: ``self.is_layer_excluded(prefix)``) says which layers get a class, not whether
 #: the method uses it: such branch tests are taken as met, either way.
 _PER_LAYER = re.compile(r"\b(isinstance\(|layer|prefix)")
+
+
+def _literal_backend(vocab: Vocabulary, facts: FileFacts, call: CallFact) -> str | None:
+    """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
+    for name, text in call.kwargs:
+        if name == "backend":
+            node = parse_expr(text)
+            if node is None:
+                return None
+            value = vocab.eval(node, facts.rel, call.scope, call.line, {})
+            return value.value if isinstance(value, ConstV) and isinstance(
+                value.value, str) else None
+    return None
 
 
 def _shared_prefix(a: str, b: str) -> int:

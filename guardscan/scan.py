@@ -111,6 +111,8 @@ def analyse(opts: ScanOptions) -> Analysis:
                                      kernel_judge))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics]
+    if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
+        diagnostics.extend(kernel_judge.diagnostics())
     for outcome in index.outcomes.values():
         if outcome.status != "analysed":
             diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
@@ -125,10 +127,8 @@ def _kernels(tree: SourceTree, opts: ScanOptions, cache_dir: Path,
         ktree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir, offline=opts.offline)
     except AcquireError as exc:
         return None, None, f"kernel library not read: {exc}; SGLang-only verdicts"
-    try:
-        from guardscan.kernels.bridge import kernel_judge_for
-    except ImportError:
-        return ktree, None, "kernel facts not available in this build"
+    from guardscan.kernel_judge import kernel_judge_for
+
     kindex = Index(ktree, cache_dir if opts.use_cache else None)
     return ktree, kernel_judge_for(kindex), ""
 

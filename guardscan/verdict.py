@@ -37,6 +37,7 @@ from guardscan.predicate import (
     And,
     Context,
     Not,
+    OptionIs,
     Or,
     Predicate,
     QuantIs,
@@ -125,6 +126,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     findings = [f for f in links.findings if f.option == option.dest]
     global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
     calls = [c for c in links.kernel_calls if c.option == option.dest]
+    _ALL_CHOICES[option.dest] = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
     origin = Evidence(option.path, option.line, "link", index.line_text(option.path, option.line),
@@ -176,18 +178,9 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                 for finding in global_quant:
                     _judge_gate(index, finding, ctx, arch, all_archs, blocking, [], caveats,
                                 conditions)
-            kernel_false: list[Evidence] = []
-            kernel_true: list[Evidence] = []
-            for call in calls:
-                reach = call.condition.evaluate(ctx)
-                if reach is Tri.FALSE:
-                    continue
-                support, chain = kernels.support(call, arch)
-                hops = _hops_evidence(index, call.hops)
-                if support is Tri.FALSE and reach is Tri.TRUE:
-                    kernel_false.extend([*hops, *chain])
-                elif support is Tri.TRUE and reach is Tri.TRUE:
-                    kernel_true.extend([*hops, *chain])
+            kernel_false, kernel_true, kernel_mixed = _judge_kernels(
+                index, calls, kernels, ctx, arch)
+            caveats.extend(kernel_mixed)
             if blocking:
                 verdict, evidence = Verdict.BLOCKED, blocking
             elif kernel_false:
@@ -196,11 +189,56 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                 verdict, evidence = Verdict.SUPPORTED, [*positive, *kernel_true]
             else:
                 verdict, evidence = Verdict.UNKNOWN, []
-            chain = _dedupe([origin, *evidence, *caveats, *docs])
+            # the deciding fact last: `explain` ends where the verdict was decided
+            chain = _dedupe_keep_last([origin, *docs, *caveats, *evidence])
             platform = platforms.get(choice)
             out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
                                       tuple(chain), platform, tuple(sorted(set(conditions)))))
     return out
+
+
+def _specific(cond: Predicate, ctx: Context) -> bool:
+    """Does the condition single out the option's value in ``ctx`` (not merely
+    allow it)? Calls made for every choice alike say nothing about one."""
+    for atom in atoms(cond):
+        if isinstance(atom, OptionIs) and atom.option in ctx.options and \
+                atom.evaluate(ctx) is Tri.TRUE and len(atom.choices) < len(
+                    _ALL_CHOICES.get(atom.option, atom.choices | {""})):
+            return True
+    return False
+
+
+#: Filled by ``judge``: every choice of each option (for ``_specific``).
+_ALL_CHOICES: dict[str, frozenset[str]] = {}
+
+
+def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, ctx: Context,
+                   arch: Arch) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
+    """Kernel-library calls the choice can make, judged as a union.
+
+    The choice's code may call different kernels for different models and
+    formats, so it is ``unsupported`` only when every kernel call it can reach
+    (and the library can judge) excludes the arch, and kernel-``supported``
+    only when every one declares it. A mix is shown as evidence and decides
+    nothing.
+    """
+    falses: list[list[Evidence]] = []
+    trues: list[list[Evidence]] = []
+    for call in calls:
+        if call.condition.evaluate(ctx) is Tri.FALSE or not _specific(call.condition, ctx):
+            continue
+        support, chain = kernels.support(call, arch)
+        if support is Tri.UNKNOWN:
+            continue
+        hops = _hops_evidence(index, call.hops)
+        (falses if support is Tri.FALSE else trues).append([*hops, *chain])
+    if falses and not trues:
+        # every chain ends at a fact that excludes the arch; show the first one last
+        return [e for chain in [*falses[1:], falses[0]] for e in chain], [], []
+    if trues and not falses:
+        return [], [e for chain in trues for e in chain], []
+    mixed = [e for chain in falses for e in chain]
+    return [], [], mixed
 
 
 def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_archs: list[Arch],
@@ -245,6 +283,22 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             positive.extend(_finding_evidence(
                 index, finding, "gate", f"admits {arch.name}: raises only when "
                 f"{cond.describe()}"))
+
+
+def _dedupe_keep_last(chain: list[Evidence]) -> list[Evidence]:
+    """Drop repeated lines, keeping each where it last appears; the first entry
+    (the option's definition) stays first."""
+    if not chain:
+        return chain
+    seen = set()
+    out = []
+    for ev in reversed(chain[1:]):
+        key = (ev.path, ev.line, ev.role)
+        if key in seen or key == (chain[0].path, chain[0].line, chain[0].role):
+            continue
+        seen.add(key)
+        out.append(ev)
+    return [chain[0], *reversed(out)]
 
 
 def _dedupe(chain: list[Evidence]) -> list[Evidence]:

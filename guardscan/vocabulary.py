@@ -202,6 +202,10 @@ class Vocabulary:
         self._reach_memo: dict[tuple[str, int], bool] = {}
         self._local_memo: dict[tuple[str, str, str, int], Value | None] = {}
         self._depth = 0
+        self._assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
+        self._import_index: dict[str, dict[str, dict[str, list[object]]]] = {}
+        self._packages = {m.rpartition(".")[0] for m in index.by_module}
+        self._packages |= {p.rpartition(".")[0] for p in list(self._packages) if p}
 
     # -- public -----------------------------------------------------------------------
     def predicate(self, text: str, rel: str, scope: str, line: int,
@@ -318,20 +322,44 @@ class Vocabulary:
         self._name_memo[key] = (value, tuple(self._trail[mark:]))
         return value
 
+    def _scope_assigns(self, rel: str, facts: FileFacts, scope: str,
+                       ) -> dict[str, list[AssignFact]]:
+        per_file = self._assign_index.get(rel)
+        if per_file is None:
+            per_file = {}
+            for assign in facts.assigns:
+                if not assign.scope:
+                    continue
+                table = per_file.setdefault(assign.scope, {})
+                for target in assign.targets:
+                    for target_name in _target_names(target):
+                        table.setdefault(target_name, []).append(assign)
+            self._assign_index[rel] = per_file
+        return per_file.get(scope, {})
+
+    def _scope_imports(self, rel: str, facts: FileFacts, scope: str) -> dict[str, list[object]]:
+        per_file = self._import_index.get(rel)
+        if per_file is None:
+            per_file = {}
+            for imp in facts.imports:
+                if imp.scope:
+                    per_file.setdefault(imp.scope, {}).setdefault(imp.local, []).append(imp)
+            self._import_index[rel] = per_file
+        return per_file.get(scope, {})
+
     def _lookup_local(self, facts: FileFacts, rel: str, scope: str, name: str,
                       line: int) -> Value | None:
         if not scope:
             return None
         candidates = sorted(
-            (a for a in facts.assigns
-             if a.scope == scope and a.line < line
-             and any(name in _target_names(t) for t in a.targets)),
+            (a for a in self._scope_assigns(rel, facts, scope).get(name, ())
+             if a.line < line),
             key=lambda a: a.line, reverse=True)
         candidates = [a for a in candidates
                       if not a.path or self._reachable_on_nvidia(facts, rel, scope, a)]
         best = candidates[0] if candidates else None
-        for imp in facts.imports:
-            if imp.scope == scope and imp.local == name and imp.line < line:
+        for imp in self._scope_imports(rel, facts, scope).get(name, ()):
+            if imp.line < line:
                 if best is None or imp.line > best.line:
                     return self._import_value(imp.module, imp.name, rel, imp.line)
         if best is not None:
@@ -432,11 +460,13 @@ class Vocabulary:
                     return True
         return False
 
+    def _is_package(self, module: str) -> bool:
+        return any(m == module or m.startswith(module + ".") for m in self._packages)
+
     def _import_value(self, module: str, name: str | None, rel: str, line: int) -> Value:
         self._trail.append((rel, line))
         if name is None:
-            if module in self.index.by_module or any(
-                    m.startswith(module + ".") for m in self.index.by_module):
+            if module in self.index.by_module or self._is_package(module):
                 return ModuleV(module)
             return ExtV(module)
         submodule = f"{module}.{name}"

@@ -70,13 +70,10 @@ class Index:
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes contain any of ``tokens`` (the cheap pre-filter)."""
-        needles = [t.encode() for t in tokens]
-        found = []
-        for rel in within if within is not None else self.tree.files:
-            data = self.data(rel)
-            if data is not None and any(n in data for n in needles):
-                found.append(rel)
-        return found
+        needles = sorted({t.encode() for t in tokens if t}, key=len, reverse=True)
+        if not needles:
+            return []
+        return self.grep_re(b"|".join(re.escape(n) for n in needles), within)
 
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:

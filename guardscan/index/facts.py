@@ -1,5 +1,8 @@
 """Per-file facts: plain, frozen data pulled out of one source file.
 
+(Not slotted: unpickling slotted frozen dataclasses from the cache costs about
+ten times more, measured on sglang 0.5.23's 1,700 indexed files.)
+
 Expressions travel as their exact source text (a slice of the file, never a
 parse-tree node), so facts cache, serialise and compare cleanly; later stages
 re-read an expression with ``ast.parse(text, mode="eval")`` when they need its
@@ -32,7 +35,7 @@ __all__ = [
 CondPath = tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Cond:
     """A branch test (if / elif / while / except clause), as text."""
 
@@ -41,7 +44,7 @@ class Cond:
     kind: str = "if"  # if | elif | while | except | match
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ImportFact:
     scope: str
     local: str  # the name bound ("*" for a star import)
@@ -51,7 +54,7 @@ class ImportFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FunctionFact:
     qualname: str  # Class.method or func or outer.inner
     name: str
@@ -68,7 +71,7 @@ class FunctionFact:
     annotations: tuple[tuple[str, str], ...] = ()  # (param, annotation text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClassFact:
     qualname: str
     line: int
@@ -79,7 +82,7 @@ class ClassFact:
     scope: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AssignFact:
     scope: str
     targets: tuple[str, ...]
@@ -90,7 +93,7 @@ class AssignFact:
     end_line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CallFact:
     scope: str
     func: str
@@ -100,7 +103,7 @@ class CallFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RaiseFact:
     scope: str
     exc: str
@@ -108,7 +111,7 @@ class RaiseFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AssertFact:
     scope: str
     test: str
@@ -117,7 +120,7 @@ class AssertFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ReturnFact:
     scope: str
     value: str
@@ -125,7 +128,7 @@ class ReturnFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FileFacts:
     rel: str
     module: str
@@ -144,7 +147,7 @@ class FileFacts:
         return self.conds[abs(signed) - 1]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class FileOutcome:
     """analysed (facts set) | failed (reason) | skipped (reason)."""
 

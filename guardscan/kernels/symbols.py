@@ -42,12 +42,13 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 #: targets, comprehension and lambda variables, ``*args``, walrus), read from the
 #: function's lines so calls through them count as dynamic, not unresolved.
 _LOOSE_BINDINGS = (
-    re.compile(r"\bfor\s+([\w\s,()\[\]*]+?)\s+in\b"),
-    re.compile(r"\b(?:with|except)\b[^\n]*?\bas\s+\(?([\w\s,]+)\)?"),
-    re.compile(r"\blambda\b([^:\n]*):"),
-    re.compile(r"[(,]\s*\*\*?(\w+)"),
-    re.compile(r"(\w+)\s*:="),
-    re.compile(r"\b(?:global|nonlocal)\s+([\w\s,]+)"),
+    ("for", re.compile(r"\bfor\s+([\w\s,()\[\]*]+?)\s+in\b")),
+    ("as", re.compile(r"\b(?:with|except)\b[^\n]*?\bas\s+\(?([\w\s,]+)\)?")),
+    ("lambda", re.compile(r"\blambda\b([^:\n]*):")),
+    ("*", re.compile(r"[(,]\s*\*\*?(\w+)")),
+    (":=", re.compile(r"\b(\w+)\s*:=")),
+    ("global", re.compile(r"\bglobal\s+([\w\s,]+)")),
+    ("nonlocal", re.compile(r"\bnonlocal\s+([\w\s,]+)")),
 )
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _BUILTINS = frozenset(dir(builtins))
@@ -241,7 +242,9 @@ class Resolver:
             text = data.decode("utf-8", "replace")
             starts = [0] + [m.end() for m in re.finditer("\n", text)]
             by_line: dict[int, list[str]] = {}
-            for pattern in _LOOSE_BINDINGS:
+            for needle, pattern in _LOOSE_BINDINGS:
+                if needle not in text:  # most files have no walrus, global, ...
+                    continue
                 for match in pattern.finditer(text):
                     line = bisect.bisect_right(starts, match.start())
                     by_line.setdefault(line, []).extend(_WORD.findall(match.group(1)))
