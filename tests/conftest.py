@@ -12,7 +12,8 @@ from guardscan.acquire import SourceTree
 
 # Tests using these fixtures read real release wheels; they get the `real`
 # marker automatically so `pytest -m "not real"` stays fast and offline.
-_REAL_FIXTURES = frozenset({"sglang_059", "sglang_0523", "flashinfer_063", "flashinfer_072"})
+_REAL_FIXTURES = frozenset({"sglang_059", "sglang_0523", "flashinfer_063", "flashinfer_072",
+                            "analysis_059", "analysis_0523", "pair_059_063", "pair_0523_072"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -78,3 +79,27 @@ def analysis_059_modelopt_fp4(sglang_059: SourceTree):  # type: ignore[no-untype
 @pytest.fixture(scope="session")
 def analysis_0523_modelopt_fp4(sglang_0523: SourceTree):  # type: ignore[no-untyped-def]
     return _analyse("0.5.23", quantization="modelopt_fp4")
+
+
+@pytest.fixture(scope="session")
+def pair_059_063(sglang_059: SourceTree, flashinfer_063: SourceTree):  # type: ignore[no-untyped-def]
+    """sglang 0.5.9 with the FlashInfer it pins (0.6.3), kernel facts on."""
+    from guardscan.scan import ScanOptions, analyse
+
+    return analyse(ScanOptions(
+        target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
+        options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
+                 "--moe-a2a-backend", "--attention-backend"],
+        cache_dir=realtrees.shared_cache_dir()))
+
+
+@pytest.fixture(scope="session")
+def pair_0523_072(sglang_0523: SourceTree, flashinfer_072: SourceTree):  # type: ignore[no-untyped-def]
+    """sglang 0.5.23 with the FlashInfer it pins (0.7.2), kernel facts on."""
+    from guardscan.scan import ScanOptions, analyse
+
+    return analyse(ScanOptions(
+        target="sglang==0.5.23", flashinfer="flashinfer-python==0.7.2",
+        options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
+                 "--moe-a2a-backend"],
+        cache_dir=realtrees.shared_cache_dir()))

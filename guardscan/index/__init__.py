@@ -22,7 +22,7 @@ from guardscan.index.facts import FileFacts, FileOutcome
 __all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 
 #: Larger files are skipped (generated tables, vendored data), with a diagnostic.
 MAX_FILE_BYTES = 8 * 1024 * 1024

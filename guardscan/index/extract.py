@@ -93,6 +93,8 @@ class _Extractor:
         self.returns: list[ReturnFact] = []
         self.class_names: set[str] = set()
         self.elifs: set[ast.If] = set()
+        #: the path a block ends with when it falls through (set by ``block``)
+        self.fall_path: CondPath = ()
 
     # -- helpers ---------------------------------------------------------------
     def text(self, node: ast.AST | None, limit: int | None = None) -> str:
@@ -144,17 +146,21 @@ class _Extractor:
                     self.elifs.add(stmt.orelse[0])
                 index = self.add_cond(self.text(stmt.test), stmt.test.lineno, scope, kind)
                 body_ends = self.block(stmt.body, scope, (*current, index))
+                body_falls = self.fall_path
                 else_ends = self.block(stmt.orelse, scope, (*current, -index))
+                else_falls = self.fall_path
                 if body_ends and else_ends:
                     return max(body_ends, else_ends)
                 if body_ends == LEAVES:
-                    current = (*current, -index)
+                    # ``if a: return / elif b: return``: what follows needs not a, not b
+                    current = else_falls
                 elif else_ends == LEAVES and stmt.orelse:
-                    current = (*current, index)
+                    current = body_falls
                 continue
             ends = self.statement(stmt, scope, current)
             if ends:
                 return ends
+        self.fall_path = current
         return FALLS
 
     def statement(self, stmt: ast.stmt, scope: str, path: CondPath) -> int:

@@ -1,0 +1,106 @@
+"""SGLang with the FlashInfer it pins: kernel facts decide what SGLang does not.
+
+The real case this project exists for: sglang 0.5.9 + flashinfer 0.6.3 on an
+RTX PRO 6000 (sm120), where `--moe-runner-backend flashinfer_trtllm` died on load.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from guardscan.cli import main
+from guardscan.explain import explain
+from guardscan.results import BackendVerdict
+
+
+def _verdict(analysis: Any, flag: str, choice: str, arch: str) -> BackendVerdict:
+    for verdict in analysis.result.backends:
+        if (verdict.option, verdict.choice, verdict.arch) == (flag, choice, arch):
+            return verdict
+    raise AssertionError(f"no verdict for {flag} {choice} {arch}")
+
+
+def _show(verdict: BackendVerdict) -> str:
+    lines = [f"{verdict.option} {verdict.choice} {verdict.arch}: {verdict.verdict.value}"]
+    lines += [f"  [{e.role}] {e.path}:{e.line} {e.text} -- {e.note}" for e in verdict.evidence]
+    return "\n".join(lines)
+
+
+def test_pairing_reads_the_pinned_version(pair_059_063: Any) -> None:
+    kernels = pair_059_063.result.kernels
+    assert [(k.package, k.version) for k in kernels] == [("flashinfer", "0.6.3")]
+
+
+def test_trtllm_moe_is_not_safe_on_sm120(pair_059_063: Any) -> None:
+    verdict = _verdict(pair_059_063, "--moe-runner-backend", "flashinfer_trtllm", "sm120")
+    assert verdict.verdict.value == "unsupported", _show(verdict)
+    assert not verdict.safe_to_try
+    last = verdict.evidence[-1]
+    assert last.path == "flashinfer/jit/fused_moe.py", _show(verdict)
+    assert last.text == "supported_major_versions=[10]", _show(verdict)
+    assert last.role == "kernel"
+    # the sm120 guard in the runner file is in the chain, as a select
+    assert any(e.role == "select" and "is_sm120_supported()" in e.text
+               and e.path.endswith("moe_runner/flashinfer_trtllm.py")
+               for e in verdict.evidence), _show(verdict)
+
+
+def test_trtllm_moe_runs_on_sm100(pair_059_063: Any) -> None:
+    verdict = _verdict(pair_059_063, "--moe-runner-backend", "flashinfer_trtllm", "sm100")
+    assert verdict.safe_to_try, _show(verdict)
+
+
+def test_cutlass_moe_is_safe_on_sm120_through_the_sm120_module(pair_059_063: Any) -> None:
+    verdict = _verdict(pair_059_063, "--moe-runner-backend", "flashinfer_cutlass", "sm120")
+    assert verdict.safe_to_try, _show(verdict)
+    assert any("gen_cutlass_fused_moe_sm120_module" in e.text for e in verdict.evidence), \
+        _show(verdict)
+
+
+def test_fp4_cudnn_gemm_is_safe_on_sm120(pair_059_063: Any) -> None:
+    verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_cudnn", "sm120")
+    assert verdict.safe_to_try, _show(verdict)
+
+
+def test_explain_ends_at_the_jit_spec(pair_059_063: Any) -> None:
+    out = io.StringIO()
+    code = explain(pair_059_063, "flashinfer_trtllm", "--moe-runner-backend", out)
+    assert code == 0
+    text = out.getvalue()
+    section = text.split("on sm120:")[1].split("\n--")[0]
+    hops = [line for line in section.splitlines() if line.strip()[:1].isdigit()]
+    assert hops[-1].rstrip().endswith("flashinfer/jit/fused_moe.py:238  "
+                                      "supported_major_versions=[10]"), section
+
+
+def test_0523_pair_scans_with_kernel_evidence(pair_0523_072: Any) -> None:
+    assert [(k.package, k.version) for k in pair_0523_072.result.kernels] == [
+        ("flashinfer", "0.7.2")]
+    kernel_lines = [e for b in pair_0523_072.result.backends for e in b.evidence
+                    if e.role == "kernel"]
+    assert kernel_lines, "no kernel evidence at all on the 0.5.23 + 0.7.2 pair"
+    assert all(e.path.startswith("flashinfer/") for e in kernel_lines)
+    # SGLang's own gates still decide where they exist
+    verdict = _verdict(pair_0523_072, "--moe-runner-backend", "hpc_ops", "sm120")
+    assert verdict.verdict.value == "blocked", _show(verdict)
+
+
+def test_cli_explain_and_graph(tmp_path: Path, capsys: Any, pair_059_063: Any) -> None:
+    from realtrees import shared_cache_dir
+
+    graph = tmp_path / "support.json"
+    code = main(["sglang==0.5.9", "--arch", "sm120", "--option", "--moe-runner-backend",
+                 "--cache-dir", str(shared_cache_dir()), "--graph", str(graph), "-q"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "flashinfer_trtllm" in out and "unsupported" in out
+    assert graph.exists() and '"nodes"' in graph.read_text()
+    code = main(["explain", "flashinfer_trtllm", "--option", "--moe-runner-backend",
+                 "--arch", "RTX PRO 6000", "sglang==0.5.9",
+                 "--cache-dir", str(shared_cache_dir()), "-q"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "unsupported (safe to try: no)" in out
+    assert "flashinfer/jit/fused_moe.py:238" in out
