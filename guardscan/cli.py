@@ -154,6 +154,7 @@ def _run_scan(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     args.option_list = args.option
     opts = _scan_options(args)
+    opts.full = args.graph is not None
     analysis = analyse(opts)
     _clear_progress(opts.progress)
     result = analysis.result

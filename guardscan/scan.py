@@ -15,6 +15,7 @@ from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.results import Diagnostic, PackageRef, ScanResult
+from guardscan.resultcache import ResultCache
 from guardscan.verdict import KernelJudge, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 
@@ -33,6 +34,8 @@ class ScanOptions:
     use_cache: bool = True
     offline: bool = False
     progress: Callable[[str], None] | None = None
+    #: compute every stage even when a cached result is valid (for --graph)
+    full: bool = False
 
 
 @dataclass
@@ -40,10 +43,10 @@ class Analysis:
     """Everything a scan computed, for reports, ``explain`` and the graph."""
 
     tree: SourceTree
-    index: Index
-    catalog: OptionCatalog
-    vocab: Vocabulary
-    links: Links
+    index: Index | None  # None when the result came from the result cache
+    catalog: OptionCatalog | None
+    vocab: Vocabulary | None
+    links: Links | None
     result: ScanResult
     kernel_tree: SourceTree | None = None
     kernel_judge: KernelJudge | None = None
@@ -61,6 +64,23 @@ def analyse(opts: ScanOptions) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     _say(opts, "acquiring target")
     tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
+    kernel_tree: SourceTree | None = None
+    kernel_note = ""
+    if opts.kernels:
+        try:
+            kernel_tree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir,
+                                          offline=opts.offline)
+        except AcquireError as exc:
+            kernel_note = f"kernel library not read: {exc}; SGLang-only verdicts"
+    results = None
+    if opts.use_cache and not opts.full:
+        results = ResultCache(cache_dir, (
+            str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
+            tuple(opts.options or ()), opts.kernels,
+            str(kernel_tree.root) if kernel_tree is not None else None))
+        cached = results.load(tree, kernel_tree)
+        if cached is not None:
+            return Analysis(tree, None, None, None, None, cached, kernel_tree, None)
     index = Index(tree, cache_dir if opts.use_cache else None)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
     catalog = build_catalog(index)
@@ -92,15 +112,18 @@ def analyse(opts: ScanOptions) -> Analysis:
         options=options,
         quantization=opts.quantization,
     )
-    kernel_tree: SourceTree | None = None
     kernel_judge: KernelJudge | None = None
     if opts.kernels:
-        kernel_tree, kernel_judge, note = _kernels(tree, opts, cache_dir)
         if kernel_tree is not None:
+            _say(opts, f"reading kernel facts of {kernel_tree.package} {kernel_tree.version}")
+            from guardscan.kernel_judge import kernel_judge_for
+
+            kernel_judge = kernel_judge_for(
+                Index(kernel_tree, cache_dir if opts.use_cache else None))
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
-        if note:
-            result.notes.append(note)
+        if kernel_note:
+            result.notes.append(kernel_note)
     else:
         result.notes.append("kernel library not read (--no-kernels): SGLang-only verdicts")
     _say(opts, "judging")
@@ -118,19 +141,9 @@ def analyse(opts: ScanOptions) -> Analysis:
             diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
                                           outcome.reason))
     result.diagnostics = sorted(set(diagnostics))
+    if results is not None:
+        results.store(index, kernel_tree, result)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge)
-
-
-def _kernels(tree: SourceTree, opts: ScanOptions, cache_dir: Path,
-             ) -> tuple[SourceTree | None, KernelJudge | None, str]:
-    try:
-        ktree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir, offline=opts.offline)
-    except AcquireError as exc:
-        return None, None, f"kernel library not read: {exc}; SGLang-only verdicts"
-    from guardscan.kernel_judge import kernel_judge_for
-
-    kindex = Index(ktree, cache_dir if opts.use_cache else None)
-    return ktree, kernel_judge_for(kindex), ""
 
 
 def scan(target: str | None = None, **kwargs: object) -> ScanResult:

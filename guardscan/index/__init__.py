@@ -37,6 +37,8 @@ class Index:
         self.outcomes: dict[str, FileOutcome] = {}
         self._data: dict[str, bytes | None] = {}
         self._lines: dict[str, list[bytes]] = {}
+        #: whole-tree pre-filter queries and their answers (for the result cache)
+        self.grep_log: list[tuple[bytes, tuple[str, ...]]] = []
         self.by_module: dict[str, str] = {}
         for rel in tree.files:
             self.by_module[tree.module_name(rel)] = rel
@@ -66,6 +68,8 @@ class Index:
             data = self.data(rel)
             if data is not None and regex.search(data):
                 found.append(rel)
+        if within is None:
+            self.grep_log.append((pattern, tuple(found)))
         return found
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:

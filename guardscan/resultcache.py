@@ -1,0 +1,113 @@
+"""A cache of whole scan results, valid while the files they depend on are unchanged.
+
+A scan depends on the facts of the files it parsed and on the answers of its
+whole-tree text pre-filters. On the next run every file is ``stat``-ed (no
+read); a file whose size or mtime changed is re-hashed; the cached result is
+reused when no parsed file changed and no pre-filter would answer differently
+for the changed files. The kernel library's tree must be unchanged altogether.
+Anything unreadable or corrupt in the cache is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from guardscan.acquire import SourceTree
+from guardscan.index import FACTS_VERSION, Index
+from guardscan.results import ScanResult
+
+__all__ = ["ResultCache"]
+
+Stat = tuple[int, int]  # size, mtime_ns
+
+
+@dataclass
+class _Entry:
+    stats: dict[str, Stat]
+    hashes: dict[str, str]
+    used: frozenset[str]
+    greps: list[tuple[bytes, tuple[str, ...]]]
+    kernel_stats: dict[str, Stat] | None
+    result: ScanResult
+
+
+def _stat_tree(tree: SourceTree) -> dict[str, Stat]:
+    stats = {}
+    for rel in tree.files:
+        try:
+            st = tree.path_of(rel).stat()
+        except OSError:
+            continue
+        stats[rel] = (st.st_size, st.st_mtime_ns)
+    return stats
+
+
+def _hash(tree: SourceTree, rel: str) -> str:
+    try:
+        return hashlib.sha256(tree.path_of(rel).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+class ResultCache:
+    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...]) -> None:
+        from guardscan import __version__
+
+        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, key_parts)).encode())
+        self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
+
+    def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
+        try:
+            with self.path.open("rb") as handle:
+                entry = pickle.load(handle)
+            if not isinstance(entry, _Entry):
+                return None
+        except Exception:
+            return None
+        stats = _stat_tree(tree)
+        if set(stats) != set(entry.stats):
+            return None
+        if kernel_tree is not None and _stat_tree(kernel_tree) != entry.kernel_stats:
+            return None
+        if (kernel_tree is None) != (entry.kernel_stats is None):
+            return None
+        changed = [rel for rel, st in stats.items() if st != entry.stats[rel]
+                   and _hash(tree, rel) != entry.hashes.get(rel)]
+        if any(rel in entry.used for rel in changed):
+            return None
+        for rel in changed:
+            try:
+                data = tree.path_of(rel).read_bytes()
+            except OSError:
+                return None
+            for pattern, matches in entry.greps:
+                if bool(re.search(pattern, data)) != (rel in matches):
+                    return None
+        return entry.result
+
+    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
+        tree = index.tree
+        stats = _stat_tree(tree)
+        used = frozenset(index.outcomes)
+        entry = _Entry(
+            stats=stats,
+            hashes={rel: _hash(tree, rel) for rel in stats},
+            used=used,
+            greps=list(index.grep_log),
+            kernel_stats=_stat_tree(kernel_tree) if kernel_tree is not None else None,
+            result=result,
+        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
