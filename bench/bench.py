@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
 GUARD_TOKENS = ["is_sm1", "is_sm9", "get_device_capability", "device_sm", "is_blackwell",
                 "is_hopper", "supported_compute_capability", "supported_major_versions"]
 
@@ -34,7 +37,7 @@ analysis = analyse(ScanOptions(target=sys.argv[1], kernels=sys.argv[2] == "1",
                                cache_dir=Path(sys.argv[3]), offline=True))
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-parsed = sum(1 for o in analysis.index.outcomes.values())
+parsed = len(analysis.index.outcomes) if analysis.index is not None else 0
 print(f"{elapsed} {peak} {parsed} {len(analysis.tree.files)} {len(analysis.result.backends)}")
 """
 
@@ -56,8 +59,10 @@ print(f"{time.perf_counter() - start} {len(files)}")
 
 
 def _run(code: str, *args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     out = subprocess.run([sys.executable, "-c", code, *args], check=True,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     return out.stdout.split()
 
 

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -74,6 +75,10 @@ __all__ = [
 #: Refuse a wheel whose extracted text would exceed this many bytes (a zip bomb
 #: guard; FlashInfer 0.7.2, the largest real target, extracts to ~450 MB).
 MAX_EXTRACT_BYTES = 2 * 1024**3
+
+#: ``version.py`` / ``_version.py`` larger than this are not read for a version
+#: (a real one is a few lines; a huge one is not worth parsing).
+MAX_VERSION_FILE_BYTES = 1024 * 1024
 
 #: How long one ``pip download`` may take, in seconds.
 PIP_TIMEOUT_S = 600
@@ -129,7 +134,9 @@ class SourceTree:
     ``.py`` files as POSIX paths relative to ``root`` (sorted); evidence paths
     use the same relative form. ``requires`` are the distribution's declared
     requirements (``Requires-Dist`` lines, or ``project.dependencies`` of a
-    checkout's pyproject.toml).
+    checkout's pyproject.toml). ``unreadable`` are the directories under the
+    package that could not be listed, as (POSIX path relative to ``root``,
+    reason): their files are missing from ``files``, and a report should say so.
     """
 
     root: Path
@@ -138,6 +145,7 @@ class SourceTree:
     files: tuple[str, ...]
     origin: str
     requires: tuple[str, ...] = field(default=())
+    unreadable: tuple[tuple[str, str], ...] = field(default=())
 
     def path_of(self, rel: str) -> Path:
         return self.root / rel
@@ -310,13 +318,15 @@ def _acquire_checkout(path: Path, package: str) -> SourceTree:
             break
     if version is None:
         version = _version_from_source(root / package)
+    files, unreadable = _walk_python_files(root, package)
     return SourceTree(
         root=root,
         package=package,
         version=version,
-        files=_python_files(root, package),
+        files=files,
         origin=f"checkout {path}",
         requires=requires,
+        unreadable=unreadable,
     )
 
 
@@ -326,7 +336,9 @@ def _pyproject_project(path: Path) -> dict[str, object] | None:
     try:
         with path.open("rb") as stream:
             data = tomllib.load(stream)
-    except (OSError, tomllib.TOMLDecodeError):
+    # TOMLDecodeError and UnicodeDecodeError are ValueErrors; tomllib recurses
+    # on nested arrays and tables.
+    except (OSError, ValueError, RecursionError, MemoryError):
         return None
     project = data.get("project")
     return project if isinstance(project, dict) else None
@@ -338,13 +350,16 @@ def _version_from_source(package_dir: Path) -> str | None:
     fallbacks (SGLang's ``version.py`` ends in ``"0.0.0.dev0"``) and are
     ignored."""
     for name in ("_version.py", "version.py"):
+        path = package_dir / name
         try:
-            text = (package_dir / name).read_text(encoding="utf-8", errors="replace")
+            if not path.is_file() or path.stat().st_size > MAX_VERSION_FILE_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         try:
             module = ast.parse(text)
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for stmt in module.body:
             targets: list[ast.expr]
@@ -366,8 +381,28 @@ def _python_files(root: Path, package: str) -> tuple[str, ...]:
     """Every ``.py`` file under ``root/package``, as sorted POSIX paths
     relative to ``root``. Symlinked directories are not followed (no loops);
     unreadable directories are skipped."""
+    return _walk_python_files(root, package)[0]
+
+
+def _walk_python_files(
+    root: Path, package: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``_python_files``, plus the directories that could not be listed, as
+    sorted (path relative to ``root``, reason)."""
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root / package, followlinks=False):
+    unreadable: list[tuple[str, str]] = []
+
+    def skipped(error: OSError) -> None:
+        where = Path(error.filename) if error.filename else root / package
+        try:
+            rel = where.relative_to(root).as_posix()
+        except ValueError:
+            rel = str(where)
+        unreadable.append((rel, f"unreadable directory: {error.strerror or error}"))
+
+    for dirpath, dirnames, filenames in os.walk(
+        root / package, onerror=skipped, followlinks=False
+    ):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         here = Path(dirpath)
         for name in filenames:
@@ -377,7 +412,7 @@ def _python_files(root: Path, package: str) -> tuple[str, ...]:
             if not full.is_file():  # broken symlink, fifo named *.py, ...
                 continue
             found.append(full.relative_to(root).as_posix())
-    return tuple(sorted(found))
+    return tuple(sorted(found)), tuple(sorted(unreadable))
 
 
 # --------------------------------------------------------------------------
@@ -408,13 +443,15 @@ def _acquire_installed(package: str) -> SourceTree:
     package_dir = package_dir.resolve()
     root = package_dir.parent
     version, requires = _installed_metadata(package)
+    files, unreadable = _walk_python_files(root, package_dir.name)
     return SourceTree(
         root=root,
         package=package_dir.name,
         version=version,
-        files=_python_files(root, package_dir.name),
+        files=files,
         origin=f"installed {package_dir}",
         requires=requires,
+        unreadable=unreadable,
     )
 
 
@@ -605,13 +642,15 @@ def _acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> So
         wheel.name
     )
     chosen = _wheel_package(tree_dir, package, dist_name, wheel)
+    files, unreadable = _walk_python_files(tree_dir, chosen)
     return SourceTree(
         root=tree_dir,
         package=chosen,
         version=str(version) if version is not None else None,
-        files=_python_files(tree_dir, chosen),
+        files=files,
         origin=origin,
         requires=tuple(str(r) for r in requires),
+        unreadable=unreadable,
     )
 
 
@@ -631,8 +670,9 @@ def _wheel_dist_name(filename: str) -> str:
 
 
 def _unsafe_member(name: str) -> bool:
-    """A member path that would land outside the extraction directory."""
-    if "\\" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+    """A member path that would land outside the extraction directory (or
+    that no file system can hold: a NUL byte)."""
+    if "\\" in name or "\0" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name):
         return True
     return ".." in PurePosixPath(name).parts
 
@@ -681,8 +721,12 @@ def _extract_wheel(wheel: Path, tree_dir: Path) -> None:
                     raise
         except OSError as exc:
             raise AcquireError(f"cannot extract {wheel} into {tree_dir}: {exc}") from None
-        except zipfile.BadZipFile as exc:
-            raise AcquireError(f"corrupt wheel {wheel}: {exc}") from None
+        # A damaged deflate stream (zlib.error), a truncated member (EOFError), an
+        # encrypted member (RuntimeError), a compression method zipfile lacks
+        # (NotImplementedError): the wheel is unusable, not guardscan broken.
+        except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError,
+                NotImplementedError, ValueError) as exc:
+            raise AcquireError(_one_line(f"corrupt wheel {wheel}: {exc}")) from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
@@ -757,7 +801,7 @@ def _top_level_packages(tree_dir: Path) -> list[str]:
     declared: list[str] = []
     for top_level in sorted(tree_dir.glob("*.dist-info/top_level.txt")):
         try:
-            declared.extend(top_level.read_text(encoding="utf-8").split())
+            declared.extend(top_level.read_text(encoding="utf-8", errors="replace").split())
         except OSError:
             continue
     if not declared:

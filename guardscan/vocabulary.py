@@ -227,7 +227,12 @@ class Vocabulary:
             key = (rel, line, text)
             if key not in self._reported:
                 self._reported.add(key)
-                reason = value.reason if isinstance(value, UnkV) else "not a device test"
+                if isinstance(value, UnkV):
+                    reason = value.reason
+                else:
+                    parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
+                    reason = "cannot read " + ", ".join(f"`{_short(p)}`" for p in parts[:3]) \
+                        if parts else "no device test in it"
                 self.diagnostics.append(Diagnostic(
                     rel, line, "unresolved-guard",
                     f"cannot resolve guard `{_short(text)}`: {reason}"))

@@ -9,7 +9,10 @@ written. No verdict is decided here.
 from __future__ import annotations
 
 import ast
+import codecs
+import io
 import textwrap
+import tokenize
 import warnings
 from typing import Iterable
 
@@ -346,12 +349,32 @@ class _Extractor:
 _AUG = {ast.Add: "+", ast.Sub: "-", ast.BitOr: "|", ast.BitAnd: "&", ast.Mult: "*"}
 
 
+def _as_parsed(data: bytes) -> bytes | str:
+    """What to hand ``ast.parse``, such that ``_Source`` can slice the bytes of
+    the result's UTF-8 encoding by the positions it reports.
+
+    ast counts ``\r\n`` and a lone ``\r`` as line ends and measures columns in
+    UTF-8 bytes of the decoded line, without a BOM; ``_Source`` splits on
+    ``\n`` and slices raw bytes. So old Mac line ends are made ``\n`` (a lone
+    ``\r`` would otherwise shift every later line, or index past the end),
+    and a file with a BOM or a PEP 263 cookie naming another encoding is
+    decoded here (ast ignores the cookie of a ``str``).
+    """
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8" and not data.startswith(codecs.BOM_UTF8):
+        return data
+    return data.decode(encoding)
+
+
 def extract_facts(data: bytes, rel: str, module: str, is_package: bool) -> FileFacts:
     """Parse ``data`` and return its facts; raises SyntaxError/ValueError/RecursionError."""
+    parsed = _as_parsed(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = ast.parse(data, filename=rel, type_comments=False)
-    source = _Source(data)
+        tree = ast.parse(parsed, filename=rel, type_comments=False)
+    source = _Source(parsed.encode("utf-8") if isinstance(parsed, str) else parsed)
     extractor = _Extractor(source, rel, module, is_package)
     extractor.block(tree.body, "", ())
     return extractor.facts()
@@ -367,4 +390,9 @@ def index_source(data: bytes, rel: str, module: str, is_package: bool) -> FileOu
         return FileOutcome(rel, "failed", reason=f"unreadable source: {exc}")
     except (RecursionError, MemoryError):
         return FileOutcome(rel, "failed", reason="too deeply nested to parse")
+    except LookupError as exc:  # a coding cookie naming no codec
+        return FileOutcome(rel, "failed", reason=f"unreadable source: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a guardscan bug on odd input costs one file
+        return FileOutcome(rel, "failed",
+                           reason=f"could not index ({type(exc).__name__}: {exc})")
     return FileOutcome(rel, "analysed", facts=facts)
