@@ -688,8 +688,10 @@ def _wanted_member(name: str) -> bool:
 def _extract_wheel(wheel: Path, tree_dir: Path) -> None:
     try:
         archive = zipfile.ZipFile(wheel)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise AcquireError(f"not a wheel (not a zip file): {wheel} ({exc})") from None
+    # ValueError: a member name that is not valid UTF-8 though flagged so, and
+    # other damage the central directory parser trips on.
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise AcquireError(_one_line(f"not a wheel (not a zip file): {wheel} ({exc})")) from None
     with archive:
         members = archive.infolist()
         for info in members:

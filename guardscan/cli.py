@@ -115,6 +115,11 @@ class UsageError(Exception):
     pass
 
 
+#: What ``graph.write_graph`` writes, by file extension; checked before the scan
+#: so a typo costs no scan and leaves no half-written output behind.
+_GRAPH_SUFFIXES = (".json", ".graphml", ".dot")
+
+
 def _progress(quiet: bool, stream: IO[str]):  # type: ignore[no-untyped-def]
     if quiet or not stream.isatty():
         return None
@@ -147,16 +152,37 @@ def _scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     )
 
 
+def _analyse(args: argparse.Namespace, *, full: bool = False):  # type: ignore[no-untyped-def]
+    """The scan, with its progress line cleared however it ends, refusing a
+    target with nothing to judge (not SGLang, or its options unreadable)."""
+    from guardscan.scan import analyse
+
+    opts = _scan_options(args)
+    opts.full = full
+    try:
+        analysis = analyse(opts)
+    finally:
+        _clear_progress(opts.progress)
+    result = analysis.result
+    if not result.options:
+        failed = [d for d in result.diagnostics if d.code.startswith("file-")]
+        why = (f"; {len(failed)} file(s) could not be read, first {failed[0].path}: "
+               f"{failed[0].message}" if failed else "")
+        what = " ".join(part for part in (result.target.package, result.target.version) if part)
+        raise UsageError(f"no backend options (--*-backend) found in {what} at "
+                         f"{result.target.path}: not an SGLang source tree?{why}")
+    return analysis
+
+
 def _run_scan(argv: list[str]) -> int:
     from guardscan.report import render
-    from guardscan.scan import analyse
 
     args = build_parser().parse_intermixed_args(argv)
     args.option_list = args.option
-    opts = _scan_options(args)
-    opts.full = args.graph is not None
-    analysis = analyse(opts)
-    _clear_progress(opts.progress)
+    if args.graph is not None and args.graph.suffix.lower() not in _GRAPH_SUFFIXES:
+        raise UsageError(f"--graph {args.graph}: unsupported graph format "
+                         f"{args.graph.suffix or '(none)'!r}; use {', '.join(_GRAPH_SUFFIXES)}")
+    analysis = _analyse(args, full=args.graph is not None)
     result = analysis.result
     if args.output:
         try:
@@ -169,7 +195,10 @@ def _run_scan(argv: list[str]) -> int:
     if args.graph:
         from guardscan.graph import build_graph, write_graph
 
-        write_graph(build_graph(analysis), args.graph)
+        try:
+            write_graph(build_graph(analysis), args.graph)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.graph}: {exc.strerror or exc}") from None
     if args.fail_on:
         wanted = set(args.fail_on)
         if any(b.verdict.value in wanted for b in result.backends):
@@ -179,13 +208,10 @@ def _run_scan(argv: list[str]) -> int:
 
 def _run_explain(argv: list[str]) -> int:
     from guardscan.explain import explain
-    from guardscan.scan import analyse
 
     args = build_explain_parser().parse_intermixed_args(argv)
     args.option_list = [args.option] if args.option else None
-    opts = _scan_options(args)
-    analysis = analyse(opts)
-    _clear_progress(opts.progress)
+    analysis = _analyse(args)
     return explain(analysis, args.choice, args.option, sys.stdout)
 
 

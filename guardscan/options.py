@@ -40,6 +40,7 @@ from functools import lru_cache, partial
 from typing import TypeVar
 
 from guardscan.index import Index
+from guardscan.index.extract import dotted as _dotted
 from guardscan.index.facts import (
     AssignFact,
     CallFact,
@@ -167,15 +168,6 @@ def _parse(text: str) -> ast.expr | None:
         return None
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _literal(node: ast.AST | None) -> object:

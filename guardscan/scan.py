@@ -14,8 +14,8 @@ from guardscan.arch import Arch, standard_archs
 from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
-from guardscan.results import Diagnostic, PackageRef, ScanResult
 from guardscan.resultcache import ResultCache
+from guardscan.results import Diagnostic, PackageRef, ScanResult
 from guardscan.verdict import KernelJudge, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 

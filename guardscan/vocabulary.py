@@ -31,20 +31,20 @@ from guardscan.predicate import (
     TRUE,
     Const,
     Context,
-    Tri,
-    substitute,
     CudaAtLeast,
     Device,
     OptionIs,
     Platform,
     Predicate,
     QuantIs,
+    Tri,
     Unknown,
     atoms,
     conj,
     disj,
     flip_op,
     neg,
+    substitute,
 )
 from guardscan.results import Diagnostic
 

@@ -31,7 +31,7 @@ from guardscan.index.facts import (
     ReturnFact,
 )
 
-__all__ = ["extract_facts", "index_source"]
+__all__ = ["dotted", "extract_facts", "index_source"]
 
 #: Function sources longer than this many lines are not kept whole (only the
 #: vocabulary reads bodies, and guard helpers are short).
@@ -64,7 +64,8 @@ class _Source:
         return self.data[start:end].decode("utf-8", "replace")
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else ``None``."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -116,7 +117,7 @@ class _Extractor:
                 continue
             for node in ast.walk(root):
                 if isinstance(node, ast.Call):
-                    func = _dotted(node.func) or self.text(node.func, 300)
+                    func = dotted(node.func) or self.text(node.func, 300)
                     args = tuple(self.text(a, MAX_ARG_TEXT) for a in node.args)
                     kwargs = tuple(
                         (k.arg or "**", self.text(k.value, MAX_ARG_TEXT)) for k in node.keywords

@@ -12,6 +12,8 @@ import functools
 import re
 from collections.abc import Mapping
 
+from guardscan.index.extract import dotted
+
 __all__ = [
     "NOT_LITERAL",
     "as_ints",
@@ -50,16 +52,6 @@ def segment(text: str, node: ast.AST) -> str:
     return ast.get_source_segment("(" + text + ")", node) or ""
 
 
-def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else ``None``."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def literal(node: ast.AST, consts: Mapping[str, object] | None = None) -> object:
