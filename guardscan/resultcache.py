@@ -37,6 +37,16 @@ class _Entry:
     result: ScanResult
 
 
+def _code_fingerprint() -> str:
+    """guardscan's own source: a result computed by other code is never reused."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _stat_tree(tree: SourceTree) -> dict[str, Stat]:
     stats = {}
     for rel in tree.files:
@@ -59,7 +69,8 @@ class ResultCache:
     def __init__(self, cache_dir: Path, key_parts: tuple[object, ...]) -> None:
         from guardscan import __version__
 
-        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, key_parts)).encode())
+        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
+                                      key_parts)).encode())
         self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
 
     def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
