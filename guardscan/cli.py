@@ -115,11 +115,6 @@ class UsageError(Exception):
     pass
 
 
-#: What ``graph.write_graph`` writes, by file extension; checked before the scan
-#: so a typo costs no scan and leaves no half-written output behind.
-_GRAPH_SUFFIXES = (".json", ".graphml", ".dot")
-
-
 def _progress(quiet: bool, stream: IO[str]):  # type: ignore[no-untyped-def]
     if quiet or not stream.isatty():
         return None
@@ -179,11 +174,19 @@ def _run_scan(argv: list[str]) -> int:
 
     args = build_parser().parse_intermixed_args(argv)
     args.option_list = args.option
-    if args.graph is not None and args.graph.suffix.lower() not in _GRAPH_SUFFIXES:
-        raise UsageError(f"--graph {args.graph}: unsupported graph format "
-                         f"{args.graph.suffix or '(none)'!r}; use {', '.join(_GRAPH_SUFFIXES)}")
     analysis = _analyse(args, full=args.graph is not None)
     result = analysis.result
+    if args.graph:
+        # Before the report: a graph file name write_graph refuses is a usage
+        # error, and should not leave a report behind as if all went well.
+        from guardscan.graph import build_graph, write_graph
+
+        try:
+            write_graph(build_graph(analysis), args.graph)
+        except ValueError as exc:  # an extension write_graph has no writer for
+            raise UsageError(f"--graph: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.graph}: {exc.strerror or exc}") from None
     if args.output:
         try:
             with args.output.open("w", encoding="utf-8") as stream:
@@ -192,13 +195,6 @@ def _run_scan(argv: list[str]) -> int:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:
         render(result, sys.stdout, args.format)
-    if args.graph:
-        from guardscan.graph import build_graph, write_graph
-
-        try:
-            write_graph(build_graph(analysis), args.graph)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.graph}: {exc.strerror or exc}") from None
     if args.fail_on:
         wanted = set(args.fail_on)
         if any(b.verdict.value in wanted for b in result.backends):

@@ -7,8 +7,13 @@ blocked
     raises. Needs every atom of the gate's condition decided (device, option,
     and, with ``--quantization``, the method).
 unsupported
-    Not blocked, but a kernel on the choice's required path declares that it
-    does not run on the architecture (kernel facts from FlashInfer).
+    Not blocked, but the kernels the choice's own code calls (in a module
+    named for the choice, a function registered for it, or code under a test of
+    the option) all declare that they do not run on the architecture (kernel
+    facts from FlashInfer: ``@supported_compute_capability``,
+    ``@backend_requirement``, JIT specs, per-arch dispatch, explicit checks).
+    Kernel calls are a union: one call that runs on the arch is enough to not
+    call the choice unsupported, and a mix decides nothing (shown as evidence).
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
     admits this architecture while it rejects others; ``auto`` resolves to the
@@ -19,6 +24,24 @@ unknown
     conditions guardscan cannot decide (model config, env vars, the
     quantization method when not given) are listed with the verdict, never
     taken as blocking.
+
+Worked chain (sglang 0.5.9 + flashinfer 0.6.3, ``--moe-runner-backend
+flashinfer_trtllm`` on sm120, as ``guardscan explain`` prints it, abridged)::
+
+    [link]   sglang/srt/server_args.py:4092  parser.add_argument(
+    [select] sglang/srt/layers/moe/moe_runner/flashinfer_trtllm.py:37
+             if is_flashinfer_available() and is_sm120_supported():
+             (picks where fp4_quantize comes from; not a support claim)
+    [link]   sglang/srt/layers/moe/moe_runner/flashinfer_trtllm.py:486
+             @register_fused_func("none", "flashinfer_trtllm")
+    [link]   .../flashinfer_trtllm.py:443  result = trtllm_fp4_block_scale_moe(
+    [kernel] flashinfer/fused_moe/core.py:2552
+             return get_trtllm_moe_sm100_module().trtllm_fp4_block_scale_moe(
+    [kernel] flashinfer/fused_moe/core.py:931  module = gen_trtllm_gen_fused_moe_sm100_module()
+    [kernel] flashinfer/jit/fused_moe.py:238  supported_major_versions=[10]
+             (capability major in [10]: false on sm120) -> unsupported
+
+The deciding fact is always the last line of a chain.
 
 Known limits: a gate is attached to a choice only when it is found in code
 linked to the choice (option tests, registries, up to two calls away), so a
