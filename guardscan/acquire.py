@@ -134,9 +134,12 @@ class SourceTree:
     ``.py`` files as POSIX paths relative to ``root`` (sorted); evidence paths
     use the same relative form. ``requires`` are the distribution's declared
     requirements (``Requires-Dist`` lines, or ``project.dependencies`` of a
-    checkout's pyproject.toml). ``unreadable`` are the directories under the
-    package that could not be listed, as (POSIX path relative to ``root``,
-    reason): their files are missing from ``files``, and a report should say so.
+    checkout's pyproject.toml). ``skipped`` are the paths under the package
+    left out of ``files``, as sorted (POSIX path relative to ``root``, reason):
+    directories that could not be listed, symlinked directories (never
+    followed: no loops), and ``*.py`` entries that are not regular files
+    (broken or looping symlinks, fifos, devices: reading one could hang). A
+    report should say so, since their code is not in the scan.
     """
 
     root: Path
@@ -145,7 +148,7 @@ class SourceTree:
     files: tuple[str, ...]
     origin: str
     requires: tuple[str, ...] = field(default=())
-    unreadable: tuple[tuple[str, str], ...] = field(default=())
+    skipped: tuple[tuple[str, str], ...] = field(default=())
 
     def path_of(self, rel: str) -> Path:
         return self.root / rel
@@ -318,7 +321,7 @@ def _acquire_checkout(path: Path, package: str) -> SourceTree:
             break
     if version is None:
         version = _version_from_source(root / package)
-    files, unreadable = _walk_python_files(root, package)
+    files, skipped = _walk_python_files(root, package)
     return SourceTree(
         root=root,
         package=package,
@@ -326,7 +329,7 @@ def _acquire_checkout(path: Path, package: str) -> SourceTree:
         files=files,
         origin=f"checkout {path}",
         requires=requires,
-        unreadable=unreadable,
+        skipped=skipped,
     )
 
 
@@ -387,32 +390,44 @@ def _python_files(root: Path, package: str) -> tuple[str, ...]:
 def _walk_python_files(
     root: Path, package: str
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """``_python_files``, plus the directories that could not be listed, as
-    sorted (path relative to ``root``, reason)."""
+    """``_python_files``, plus what was left out and why (see ``SourceTree.skipped``)."""
     found: list[str] = []
-    unreadable: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
 
-    def skipped(error: OSError) -> None:
-        where = Path(error.filename) if error.filename else root / package
+    def rel_of(path: Path) -> str:
         try:
-            rel = where.relative_to(root).as_posix()
+            return path.relative_to(root).as_posix()
         except ValueError:
-            rel = str(where)
-        unreadable.append((rel, f"unreadable directory: {error.strerror or error}"))
+            return str(path)
+
+    def unlistable(error: OSError) -> None:
+        where = Path(error.filename) if error.filename else root / package
+        skipped.append((rel_of(where), f"unreadable directory: {error.strerror or error}"))
 
     for dirpath, dirnames, filenames in os.walk(
-        root / package, onerror=skipped, followlinks=False
+        root / package, onerror=unlistable, followlinks=False
     ):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         here = Path(dirpath)
+        kept = []
+        for name in sorted(dirnames):
+            if name == "__pycache__":
+                continue
+            if (here / name).is_symlink():
+                skipped.append((rel_of(here / name), "symlinked directory, not followed"))
+                continue
+            kept.append(name)
+        dirnames[:] = kept
         for name in filenames:
             if not name.endswith(".py"):
                 continue
             full = here / name
-            if not full.is_file():  # broken symlink, fifo named *.py, ...
+            if not full.is_file():
+                reason = ("broken or looping symlink" if full.is_symlink() and not full.exists()
+                          else "not a regular file")
+                skipped.append((rel_of(full), reason))
                 continue
             found.append(full.relative_to(root).as_posix())
-    return tuple(sorted(found)), tuple(sorted(unreadable))
+    return tuple(sorted(found)), tuple(sorted(skipped))
 
 
 # --------------------------------------------------------------------------
@@ -443,7 +458,7 @@ def _acquire_installed(package: str) -> SourceTree:
     package_dir = package_dir.resolve()
     root = package_dir.parent
     version, requires = _installed_metadata(package)
-    files, unreadable = _walk_python_files(root, package_dir.name)
+    files, skipped = _walk_python_files(root, package_dir.name)
     return SourceTree(
         root=root,
         package=package_dir.name,
@@ -451,7 +466,7 @@ def _acquire_installed(package: str) -> SourceTree:
         files=files,
         origin=f"installed {package_dir}",
         requires=requires,
-        unreadable=unreadable,
+        skipped=skipped,
     )
 
 
@@ -642,7 +657,7 @@ def _acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> So
         wheel.name
     )
     chosen = _wheel_package(tree_dir, package, dist_name, wheel)
-    files, unreadable = _walk_python_files(tree_dir, chosen)
+    files, skipped = _walk_python_files(tree_dir, chosen)
     return SourceTree(
         root=tree_dir,
         package=chosen,
@@ -650,7 +665,7 @@ def _acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> So
         files=files,
         origin=origin,
         requires=tuple(str(r) for r in requires),
-        unreadable=unreadable,
+        skipped=skipped,
     )
 
 
@@ -670,9 +685,8 @@ def _wheel_dist_name(filename: str) -> str:
 
 
 def _unsafe_member(name: str) -> bool:
-    """A member path that would land outside the extraction directory (or
-    that no file system can hold: a NUL byte)."""
-    if "\\" in name or "\0" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name):
+    """A member path that would land outside the extraction directory."""
+    if "\\" in name or name.startswith("/") or re.match(r"^[A-Za-z]:", name):
         return True
     return ".." in PurePosixPath(name).parts
 
@@ -688,10 +702,12 @@ def _wanted_member(name: str) -> bool:
 def _extract_wheel(wheel: Path, tree_dir: Path) -> None:
     try:
         archive = zipfile.ZipFile(wheel)
-    # ValueError: a member name that is not valid UTF-8 though flagged so, and
-    # other damage the central directory parser trips on.
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise AcquireError(_one_line(f"not a wheel (not a zip file): {wheel} ({exc})")) from None
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise AcquireError(f"not a wheel (not a zip file): {wheel} ({exc})") from None
+    # ValueError: a member name that is not valid UTF-8 though flagged so;
+    # NotImplementedError: a zip version zipfile does not know.
+    except (ValueError, EOFError, NotImplementedError) as exc:
+        raise AcquireError(_one_line(f"corrupt wheel {wheel}: {exc}")) from None
     with archive:
         members = archive.infolist()
         for info in members:

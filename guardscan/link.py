@@ -110,6 +110,9 @@ class KernelCall:
     hops: tuple[Hop, ...] = ()
     backend: str | None = None  # a literal ``backend="cudnn"`` argument, if any
     choice: str | None = None  # set when found in the choice's own module
+    #: found in code that exists for the choice (its module, a function registered
+    #: for it, or what those call), not merely under a test of the option
+    owned: bool = False
 
 
 @dataclass
@@ -334,8 +337,14 @@ class _Linker:
                 choice=choice, option=dest, text=facts.rel))
 
     # -- regions: code that runs only for one choice ---------------------------------
-    def registered_regions(self, rel: str) -> list[tuple[str, str, str, int]]:
-        """(dest, choice, function qualname, line) for ``@register_x("choice")`` functions."""
+    def registered_regions(self, rel: str,
+                           ) -> list[tuple[str, str, str, int, Predicate, bool]]:
+        """(dest, choice, function qualname, line, region, owned) for functions
+        registered with ``@register_x("choice")``.
+
+        ``@register_fused_func("none", "flashinfer_trtllm")`` registers for a
+        pair: the region needs both values, and it is owned by the choice that is
+        not its option's default (the runner, not ``--moe-a2a-backend none``)."""
         facts = self.index.facts(rel)
         if facts is None:
             return []
@@ -349,10 +358,19 @@ class _Linker:
                 name = ast.unparse(node.func).rsplit(".", 1)[-1].lower()
                 if "register" not in name:
                     continue
+                pairs = []
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                        found.extend(self._registered(arg.value, name, path_tokens,
+                        pairs.extend(self._registered(arg.value, name, path_tokens,
                                                       func.qualname, deco_line))
+                if not pairs:
+                    continue
+                region = conj(*(OptionIs(d, frozenset({c})) for d, c, _, _ in pairs))
+                defaults = {o.dest: (o.default or "").strip("\"'") for o in self.options}
+                owners = [p for p in pairs if defaults.get(p[0]) != p[1]] or pairs
+                for dest, choice, qualname, line in pairs:
+                    found.append((dest, choice, qualname, line, region,
+                                  (dest, choice, qualname, line) in owners))
         return found
 
     def _registered(self, choice: str, name: str, path_tokens: set[str], qualname: str,
@@ -371,12 +389,13 @@ class _Linker:
             return []  # ambiguous: say nothing rather than guess
         return [(o.dest, choice, qualname, line) for o in candidates]
 
-    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop) -> None:
+    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop,
+                    region: Predicate | None = None, owned: bool = True) -> None:
         """Gates inside a registered function, and what it calls."""
         facts = self.index.facts(rel)
         if facts is None:
             return
-        region = OptionIs(dest, frozenset({choice}))
+        region = region if region is not None else OptionIs(dest, frozenset({choice}))
         for fscope, line, text, cond, path in self.failure_conditions(facts):
             if fscope != scope and not fscope.startswith(scope + "."):
                 continue
@@ -385,7 +404,7 @@ class _Linker:
             hops = (link, *self.guard_hops(facts, path, fscope, line))
             self.links.findings.append(Finding("gate", rel, line, conj(region, cond), hops,
                                                option=dest, text=text))
-        self.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True)
+        self.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True, owned)
 
     def follow_region_calls(self, rel: str) -> None:
         """Calls whose path holds an option test: follow them into their callees."""
@@ -408,12 +427,13 @@ class _Linker:
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
 
     def follow_calls(self, facts: FileFacts, scope: str, dest: str, region: Predicate,
-                     hops: tuple[Hop, ...], depth: int, include_nested: bool) -> None:
+                     hops: tuple[Hop, ...], depth: int, include_nested: bool,
+                     owned: bool = False) -> None:
         for call in facts.calls:
             if call.scope != scope and not (include_nested and call.scope.startswith(scope + ".")):
                 continue
             cond = conj(region, self.path(facts, call.path, call.scope))
-            self._follow_one(facts, call, dest, cond, hops, depth)
+            self._follow_one(facts, call, dest, cond, hops, depth, owned)
         # function-local imports of modules: their module-level gates apply
         for imp in facts.imports:
             if imp.scope != scope:
@@ -440,7 +460,7 @@ class _Linker:
                     (*hops, *self.guard_hops(facts, path, scope, line)), option=dest, text=text))
 
     def _follow_one(self, facts: FileFacts, call: CallFact, dest: str, cond: Predicate,
-                    hops: tuple[Hop, ...], depth: int) -> None:
+                    hops: tuple[Hop, ...], depth: int, owned: bool = False) -> None:
         if depth <= 0 or cond == Const(False):
             return
         node = parse_expr(call.func)
@@ -454,7 +474,7 @@ class _Linker:
         if isinstance(callee, ExtV):
             self.links.kernel_calls.append(KernelCall(
                 dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
-                _literal_backend(self.vocab, facts, call)))
+                _literal_backend(self.vocab, facts, call), owned=owned))
             return
         target: tuple[str, str] | None = None
         if isinstance(callee, FuncV):
@@ -480,7 +500,7 @@ class _Linker:
                 "gate", target[0], line, conj(cond, gate),
                 (*hops, hop, *self.guard_hops(tfacts, path, scope, line)), option=dest,
                 text=text))
-        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False)
+        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, owned)
 
     # -- select guards in a choice's own module -------------------------------------------
     def named_modules(self) -> list[tuple[str, str, str]]:
@@ -537,7 +557,7 @@ class _Linker:
                 self.links.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, "call", call.func)),
-                    _literal_backend(self.vocab, facts, call), choice))
+                    _literal_backend(self.vocab, facts, call), choice, True))
 
     def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
         """Names bound only under a device guard, used in the choice's module."""
@@ -730,9 +750,10 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     for rel in candidates:
         linker.follow_region_calls(rel)
     for rel in index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']"):
-        for dest, choice, scope, line in linker.registered_regions(rel):
+        for dest, choice, scope, line, region, owned in linker.registered_regions(rel):
             linker.scan_region(rel, scope, dest, choice,
-                               Hop(rel, line, "link", f"registered for {choice}"))
+                               Hop(rel, line, "link", f"registered for {choice}"),
+                               region, owned)
     for dest, choice, rel in linker.named_modules():
         linker.scan_selects(dest, choice, rel)
         linker.scan_guarded_names(dest, choice, rel)

@@ -248,8 +248,11 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     falses: list[list[Evidence]] = []
     trues: list[list[Evidence]] = []
     for call in calls:
-        if call.condition.evaluate(ctx) is Tri.FALSE or not _specific(call.condition, ctx):
+        reach = call.condition.evaluate(ctx)
+        if reach is Tri.FALSE or not _specific(call.condition, ctx):
             continue
+        if not call.owned and reach is not Tri.TRUE:
+            continue  # shared code that may or may not make this call for the choice
         support, chain = kernels.support(call, arch)
         if support is Tri.UNKNOWN:
             continue
