@@ -19,7 +19,7 @@ from guardscan.acquire import AcquireError
 from guardscan.arch import ArchError, parse_arch_list
 from guardscan.results import ExitCode
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 _TARGET_HELP = (
     "what to scan: an SGLang checkout (repo root or the sglang package dir), a wheel "
@@ -115,13 +115,27 @@ class UsageError(Exception):
     pass
 
 
-def _progress(quiet: bool, stream: IO[str]):  # type: ignore[no-untyped-def]
-    if quiet or not stream.isatty():
+def _is_terminal(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` is a terminal; False for None (pythonw), a closed
+    stream, or a stand-in without ``isatty``."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _progress(quiet: bool, stream: IO[str] | None):  # type: ignore[no-untyped-def]
+    """Progress on a terminal only, rewritten in place; silent in pipes and files,
+    so stderr carries nothing but errors for scripts and CI logs."""
+    if quiet or stream is None or not _is_terminal(stream):
         return None
 
     def say(message: str) -> None:
-        stream.write(f"\rguardscan: {message}...\033[K")
-        stream.flush()
+        try:
+            stream.write(f"\rguardscan: {message}...\033[K")
+            stream.flush()
+        except (OSError, ValueError):  # a closed terminal must not fail the scan
+            pass
 
     return say
 
@@ -213,8 +227,11 @@ def _run_explain(argv: list[str]) -> int:
 
 def _clear_progress(progress: object) -> None:
     if progress is not None:
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
+        try:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def _glue_option_values(argv: list[str]) -> list[str]:
@@ -232,6 +249,11 @@ def _glue_option_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _one_line(message: str) -> str:
+    """An error is one line, even when it quotes a path or spec holding a line end."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _glue_option_values(list(sys.argv[1:] if argv is None else argv))
     try:
@@ -239,14 +261,14 @@ def main(argv: list[str] | None = None) -> int:
             return _run_explain(argv[1:])
         return _run_scan(argv)
     except (AcquireError, UsageError) as exc:
-        print(f"guardscan: error: {exc}", file=sys.stderr)
+        print(f"guardscan: error: {_one_line(str(exc))}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:
         print("guardscan: interrupted", file=sys.stderr)
         return ExitCode.USAGE
     except BrokenPipeError:
         return ExitCode.OK
-    except Exception as exc:  # a bug in guardscan, never the user's input
+    except Exception as exc:  # noqa: BLE001 - a bug in guardscan, never the user's input
         if os.environ.get("GUARDSCAN_DEBUG"):
             traceback.print_exc()
         print(f"guardscan: internal error: {type(exc).__name__}: {exc} "

@@ -24,7 +24,7 @@ from guardscan.results import ScanResult
 
 __all__ = ["ResultCache"]
 
-Stat = tuple[int, int]  # size, mtime_ns
+Stat = tuple[int, int, int]  # size, mtime_ns, mode (chmod changes what can be read)
 
 
 @dataclass
@@ -54,7 +54,7 @@ def _stat_tree(tree: SourceTree) -> dict[str, Stat]:
             st = tree.path_of(rel).stat()
         except OSError:
             continue
-        stats[rel] = (st.st_size, st.st_mtime_ns)
+        stats[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
     return stats
 
 

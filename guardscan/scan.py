@@ -140,6 +140,8 @@ def analyse(opts: ScanOptions) -> Analysis:
         if outcome.status != "analysed":
             diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
                                           outcome.reason))
+    for rel, reason in getattr(tree, "skipped", ()):
+        diagnostics.append(Diagnostic(rel, 0, "file-skipped", reason))
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
         results.store(index, kernel_tree, result)

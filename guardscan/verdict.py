@@ -12,8 +12,9 @@ unsupported
     the option) all declare that they do not run on the architecture (kernel
     facts from FlashInfer: ``@supported_compute_capability``,
     ``@backend_requirement``, JIT specs, per-arch dispatch, explicit checks).
-    Kernel calls are a union: one call that runs on the arch is enough to not
-    call the choice unsupported, and a mix decides nothing (shown as evidence).
+    Kernel calls are a union: one call that runs on the arch, or that the
+    library cannot judge, is enough to not call the choice unsupported; a mix
+    decides nothing (shown as evidence).
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
     admits this architecture while it rejects others; ``auto`` resolves to the
@@ -101,6 +102,9 @@ def _may(pred: Predicate, ctx: Context) -> tuple[bool, bool]:
 
 class KernelJudge:
     """Plug-in point for kernel facts: support of a kernel-library call on an arch."""
+
+    def covers(self, call: KernelCall) -> bool:
+        return False
 
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         return Tri.UNKNOWN, []
@@ -240,30 +244,38 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     """Kernel-library calls the choice can make, judged as a union.
 
     The choice's code may call different kernels for different models and
-    formats, so it is ``unsupported`` only when every kernel call it can reach
-    (and the library can judge) excludes the arch, and kernel-``supported``
-    only when every one declares it. A mix is shown as evidence and decides
-    nothing.
+    formats, so it is ``unsupported`` only when every kernel-library call it can
+    reach excludes the arch, and kernel-``supported`` only when every one
+    declares it. A call the library cannot judge, or a mix, decides nothing
+    (the excluding chains are shown as evidence).
     """
     falses: list[list[Evidence]] = []
     trues: list[list[Evidence]] = []
+    unknowns = 0
     for call in calls:
         reach = call.condition.evaluate(ctx)
         if reach is Tri.FALSE or not _specific(call.condition, ctx):
             continue
         if not call.owned and reach is not Tri.TRUE:
             continue  # shared code that may or may not make this call for the choice
+        if not kernels.covers(call):
+            continue  # torch, sgl_kernel...: not the kernel library
         support, chain = kernels.support(call, arch)
         if support is Tri.UNKNOWN:
+            # no fact anywhere below it (a layout helper): arch-neutral, not a doubt
+            unknowns += 1 if chain else 0
             continue
         hops = _hops_evidence(index, call.hops)
         (falses if support is Tri.FALSE else trues).append([*hops, *chain])
-    if falses and not trues:
+    if falses and not trues and not unknowns:
         # every chain ends at a fact that excludes the arch; show the first one last
         return [e for chain in [*falses[1:], falses[0]] for e in chain], [], []
-    if trues and not falses:
+    if trues and not falses and not unknowns:
         return [], [e for chain in trues for e in chain], []
-    mixed = [e for chain in falses for e in chain]
+    mixed = [Evidence(e.path, e.line, e.role, e.text,
+                      (e.note + "; " if e.note else "") + "other kernel calls of the choice "
+                      "are not excluded: decides nothing") if i == len(chain) - 1 else e
+             for chain in falses for i, e in enumerate(chain)]
     return [], [], mixed
 
 

@@ -873,7 +873,9 @@ class Vocabulary:
         left = self.eval(left_node, rel, scope, line, env)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.eval(right_node, rel, scope, line, env)
-            parts.append(self._compare(left, _OPNAMES[type(op)], right, node))
+            pair = ast.copy_location(ast.Compare(left=left_node, ops=[op],
+                                                 comparators=[right_node]), node)
+            parts.append(self._compare(left, _OPNAMES[type(op)], right, pair))
             left, left_node = right, right_node
         if all(isinstance(p, Const) for p in parts):
             return ConstV(all(p == TRUE for p in parts))
@@ -1320,6 +1322,9 @@ def on_nvidia(pred: Predicate) -> Tri:
 
 
 def _only_unknown(pred: Predicate) -> bool:
+    """Nothing about the device could be read (a constant is a reading)."""
+    if isinstance(pred, Const):
+        return False
     return all(isinstance(a, (Unknown, OptionIs, QuantIs, Const)) for a in atoms(pred))
 
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixturetree import fixture
+from fixturetree import FIXTURES, fixture
 
 from guardscan.cli import build_parser, main
 
@@ -168,15 +168,28 @@ def test_same_bytes_across_hash_seeds(tmp_path: Path) -> None:
     assert_same(runs)
 
 
-def test_same_bytes_across_hash_seeds_with_diagnostics(tmp_path: Path) -> None:
-    target = tmp_path / "tree"
-    shutil.copytree(fixture("options_odd"), target)
-    seeds = ["0", "12345"]
-    env = {**os.environ, "PYTHONPATH": str(MAIN_DIR)}
-    jobs = {seed: subprocess.Popen(
-        [sys.executable, "-m", "guardscan", str(target), "--format", "json", "--no-cache",
-         *ARGS], env={**env, "PYTHONHASHSEED": seed}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE) for seed in seeds}
-    results = {seed: job.communicate(timeout=120) for seed, job in jobs.items()}
-    assert b'"diagnostics": [\n' in results["0"][0]
-    assert results["0"] == results["12345"]
+def test_same_bytes_across_hash_seeds_with_diagnostics_and_kernels(tmp_path: Path) -> None:
+    """Diagnostics (options_odd) and kernel facts (a FlashInfer-shaped tree)
+    across two more seeds."""
+    odd = tmp_path / "odd"
+    shutil.copytree(fixture("options_odd"), odd)
+    kernels = tmp_path / "flashinfer"
+    shutil.copytree(FIXTURES / "kernels_decorator", kernels)
+    commands = {
+        "diagnostics": [str(odd), "--no-kernels"],
+        "kernels": [str(fixture("roles_gate")), "--flashinfer", str(kernels)],
+    }
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(MAIN_DIR), os.environ.get("PYTHONPATH")]))}
+    jobs = {(seed, name): subprocess.Popen(
+        [sys.executable, "-m", "guardscan", *argv, "--format", "json", "--no-cache",
+         "--offline", "-q"], env={**env, "PYTHONHASHSEED": seed},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for seed in ("0", "12345") for name, argv in commands.items()}
+    results = {key: job.communicate(timeout=120) for key, job in jobs.items()}
+    for key, (_, err) in results.items():
+        assert err == b"", (key, err.decode())
+    assert b'"code": "' in results[("0", "diagnostics")][0]
+    assert b'"package": "flashinfer"' in results[("0", "kernels")][0]
+    for name in commands:
+        assert results[("0", name)] == results[("12345", name)], name

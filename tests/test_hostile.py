@@ -20,6 +20,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixturetree import fixture, line_of
@@ -31,7 +32,7 @@ from guardscan.acquire import AcquireError, acquire
 from guardscan.arch import parse_arch_list
 from guardscan.cli import main
 from guardscan.index import MAX_FILE_BYTES
-from guardscan.index.extract import extract_facts
+from guardscan.index.extract import extract_facts, source_lines
 from guardscan.results import ExitCode, ScanResult
 from guardscan.scan import ScanOptions, analyse
 
@@ -203,6 +204,19 @@ def test_extracted_text_is_exact_whatever_the_encoding(newline: str, prefix: str
     assert [(r.exc, r.line) for r in facts.raises] == [('ValueError("\xe9")', 3 + offset)]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("prefix", ["", "\ufeff", "# -*- coding: latin-1 -*-\n"])
+def test_source_lines_match_ast_lines(newline: str, prefix: str) -> None:
+    """Evidence text comes from the same lines ast numbers, decoded the same way."""
+    source = 'x = "\xe9"\nif backend == "\xe9":\n    raise ValueError("\xe9")\n'
+    encoding = "latin-1" if "latin-1" in prefix else "utf-8"
+    lines = source_lines((prefix + source).replace("\n", newline).encode(encoding))
+    offset = 1 if "coding" in prefix else 0
+    assert lines[offset:offset + 3] == ['x = "\xe9"', 'if backend == "\xe9":',
+                                        '    raise ValueError("\xe9")']
+    assert source_lines(b"a = 1\n\xff\xfe = 2\n")[1] == "\ufffd\ufffd = 2"
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300) | st.text(max_size=200).map(lambda t: t.encode("utf-8")))
 def test_any_bytes_are_facts_or_a_failed_outcome(data: bytes) -> None:
@@ -259,9 +273,6 @@ def test_symlink_loops_fifos_and_devices(tree: Path, time_limit: None) -> None:
     assert_gate_kept(result)
 
 
-@pytest.mark.xfail(reason="scan.analyse does not yet report SourceTree.skipped as "
-                          "diagnostics (see the report: a fix in guardscan/scan.py)",
-                   strict=False)
 def test_skipped_paths_are_diagnostics(tree: Path, time_limit: None) -> None:
     (tree / MOE / "loop").symlink_to("..")
     os.mkfifo(tree / MOE / "fifo.py")
@@ -332,11 +343,10 @@ def test_unreadable_dir_simulated(tree: Path, monkeypatch: pytest.MonkeyPatch) -
     (locked / "m.py").write_bytes(BAIT)
     real_scandir = os.scandir
 
-    def scandir(path: object = ".") -> object:
-        if isinstance(path, (str, bytes, os.PathLike)) and \
-                Path(os.fsdecode(path)).resolve() == locked.resolve():
-            raise PermissionError(13, "Permission denied", os.fsdecode(path))  # type: ignore[arg-type]
-        return real_scandir(path)  # type: ignore[arg-type]
+    def scandir(path: Any = ".") -> Any:
+        if isinstance(path, (str, os.PathLike)) and Path(path).resolve() == locked.resolve():
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
     acquired = acquire(str(tree))
@@ -501,6 +511,20 @@ def test_empty_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_one_error_line(*cli(capsys, str(empty)), "no sglang package found")
 
 
+def test_target_that_is_a_symlink_loop(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert_one_error_line(*cli(capsys, str(loop)), str(loop))
+
+
+@pytest.mark.parametrize("target", ["/tmp/no\nsuch\rdir", "sglang==1.0\nsecond line",
+                                    "sglang==0.0.0.post999\n"])
+def test_line_ends_in_a_target_stay_on_one_line(target: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert_one_error_line(*cli(capsys, target))
+
+
 def test_unparsable_server_args_names_the_file(tree: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """Options unreadable -> nothing to judge: one line that says which file."""
@@ -524,7 +548,7 @@ def fake_pip(monkeypatch: pytest.MonkeyPatch, output: str) -> list[list[str]]:
         calls.append(command)
         return subprocess.CompletedProcess(command, 1, stdout="", stderr=output)
 
-    monkeypatch.setattr(acquire_mod.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)  # what acquire calls pip with
     return calls
 
 

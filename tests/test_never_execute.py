@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from fixturetree import FIXTURES, fixture
 
-import guardscan.cli as cli
+from guardscan import cli
 from guardscan.scan import ScanOptions, analyse
 
 GATE = fixture("roles_gate")
@@ -224,13 +224,16 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(code), out, err
 
 
-def test_every_cli_command(checkout: Path, marker: Path, tmp_path: Path,
+@pytest.mark.parametrize("kind", ["checkout", "wheel"])
+def test_every_cli_command(kind: str, checkout: Path, marker: Path, tmp_path: Path,
                            capsys: pytest.CaptureFixture[str]) -> None:
+    target = checkout if kind == "checkout" else trapped_wheel(checkout, tmp_path / "dist",
+                                                               marker)
+    cache = tmp_path / "cache"
     out = tmp_path / "out"
     out.mkdir()
-    lines = command_lines(checkout, out, ["--no-kernels", "--offline", "-q",
-                                          f"--cache-dir={tmp_path / 'cache'}",
-                                          "--arch=sm90,sm100"])
+    lines = command_lines(target, out, ["--no-kernels", "--offline", "-q",
+                                        f"--cache-dir={cache}", "--arch=sm90,sm100"])
     assert any(line[:1] == ["explain"] for line in lines)
     assert sum("--format" in line for line in lines) >= 4
     for argv in lines:
@@ -238,9 +241,10 @@ def test_every_cli_command(checkout: Path, marker: Path, tmp_path: Path,
         assert code == 0, f"guardscan {' '.join(argv)} -> {code}\n{err}"
         assert "Traceback" not in err
         assert_not_executed(marker, checkout)
+        assert_not_executed(marker, cache)
     # The scan did see the trapped tree: x is blocked below SM100.
-    code, stdout, _ = run_cli(["explain", "x", str(checkout), "--arch", "sm90", "--no-kernels",
-                               "--offline", "-q", "--no-cache"], capsys)
+    code, stdout, _ = run_cli(["explain", "x", str(target), "--arch", "sm90", "--no-kernels",
+                               "--offline", "-q", f"--cache-dir={cache}"], capsys)
     assert code == 0 and "x on sm90: blocked" in stdout
     assert_not_executed(marker, checkout)
 

@@ -16,13 +16,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from guardscan.acquire import SourceTree
-from guardscan.index.extract import index_source
+from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 
 __all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "5"
+FACTS_VERSION = "6"
 
 #: Larger files are skipped (generated tables, vendored data), with a diagnostic.
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -36,7 +36,7 @@ class Index:
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
         self.outcomes: dict[str, FileOutcome] = {}
         self._data: dict[str, bytes | None] = {}
-        self._lines: dict[str, list[bytes]] = {}
+        self._lines: dict[str, list[str]] = {}
         #: whole-tree pre-filter queries and their answers (for the result cache)
         self.grep_log: list[tuple[bytes, tuple[str, ...]]] = []
         self.by_module: dict[str, str] = {}
@@ -111,11 +111,11 @@ class Index:
         lines = self._lines.get(rel)
         if lines is None:
             data = self.data(rel)
-            lines = data.split(b"\n") if data is not None else []
+            lines = source_lines(data) if data is not None else []
             self._lines[rel] = lines
         if line <= 0 or line > len(lines):
             return ""
-        return lines[line - 1].decode("utf-8", "replace").strip()
+        return lines[line - 1].strip()
 
     # -- cache -------------------------------------------------------------------------
     def _cache_path(self, key: str) -> Path | None:

@@ -14,7 +14,7 @@ import io
 import textwrap
 import tokenize
 import warnings
-from typing import Iterable
+from collections.abc import Iterable
 
 from guardscan.index.facts import (
     AssertFact,
@@ -31,7 +31,7 @@ from guardscan.index.facts import (
     ReturnFact,
 )
 
-__all__ = ["dotted", "extract_facts", "index_source"]
+__all__ = ["dotted", "extract_facts", "index_source", "source_lines"]
 
 #: Function sources longer than this many lines are not kept whole (only the
 #: vocabulary reads bodies, and guard helpers are short).
@@ -367,6 +367,18 @@ def _as_parsed(data: bytes) -> bytes | str:
     if encoding == "utf-8" and not data.startswith(codecs.BOM_UTF8):
         return data
     return data.decode(encoding)
+
+
+def source_lines(data: bytes) -> list[str]:
+    """The file's lines as ast numbers them (line ``n`` is ``lines[n - 1]``),
+    decoded as Python decodes the file, without line ends or a BOM: the text to
+    show as evidence. Undecodable bytes become U+FFFD rather than an error."""
+    try:
+        parsed = _as_parsed(data)
+    except (SyntaxError, LookupError, ValueError):
+        parsed = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    text = parsed if isinstance(parsed, str) else parsed.decode("utf-8", "replace")
+    return text.split("\n")
 
 
 def extract_facts(data: bytes, rel: str, module: str, is_package: bool) -> FileFacts:
