@@ -293,7 +293,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         blocking.extend(_finding_evidence(
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
-    if value is Tri.UNKNOWN and possible(cond, ctx):
+    if value is Tri.UNKNOWN and possible(cond, ctx) and _specific(cond, ctx):
         quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
         if ctx.quantization is None and quant_atoms:
             for atom in quant_atoms:
