@@ -47,7 +47,16 @@ class LibraryJudge(KernelJudge):
             self.unresolved.setdefault(call.target, (call.rel, call.line))
             result: tuple[Tri, list[Evidence]] = (Tri.UNKNOWN, [])
         else:
-            result = self.library.support(function, arch, call.backend)
+            outcome = self.library.outcome(function, arch, call.backend)
+            chain = list(outcome.chain)
+            if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
+                # excluded below, under a condition not decided here: a doubt,
+                # not arch-neutral code
+                chain = [Evidence(e.path, e.line, e.role, e.text,
+                                  (e.note + "; " if e.note else "") + "only under conditions "
+                                  "not decided here")
+                         for e in outcome.caveats[0]]
+            result = (outcome.value, chain)
         self._memo[key] = result
         return result
 

@@ -16,6 +16,7 @@ import pickle
 import re
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from guardscan.acquire import SourceTree
@@ -37,14 +38,19 @@ class _Entry:
     result: ScanResult
 
 
+@lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
-    """guardscan's own source: a result computed by other code is never reused."""
+    """guardscan's own source, read once per process (at import): a result
+    computed by other code is never reused."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+_code_fingerprint()
 
 
 def _stat_tree(tree: SourceTree) -> dict[str, Stat]:

@@ -293,7 +293,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         blocking.extend(_finding_evidence(
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
-    if value is Tri.UNKNOWN and possible(cond, ctx) and _specific(cond, ctx):
+    if value is Tri.UNKNOWN and possible(cond, ctx):
         quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
         if ctx.quantization is None and quant_atoms:
             for atom in quant_atoms:
@@ -301,6 +301,8 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
                     qctx = Context(arch=ctx.arch, options=ctx.options, quantization=method)
                     if cond.evaluate(qctx) is Tri.TRUE:
                         conditions.append(f"blocked with --quantization {method}")
+        if not _specific(cond, ctx):
+            return  # another choice's gate, open only through other options
         if not mentions_capability(cond) or not any(
                 cond.evaluate(Context(arch=other, options=ctx.options,
                                       quantization=ctx.quantization)) is not Tri.UNKNOWN
