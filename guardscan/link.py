@@ -321,7 +321,7 @@ class _Linker:
         node = parse_expr(value_text)
         if node is None:
             return
-        value = self.vocab.eval(node, facts.rel, scope, line, {})
+        value = self.vocab.value_of(node, facts.rel, scope, line, {})
         if isinstance(value, ConstV) and isinstance(value.value, str):
             choices = {value.value}
         elif isinstance(value, EnumMemberV):
@@ -467,7 +467,7 @@ class _Linker:
         if node is None:
             return
         try:
-            callee = self.vocab.eval(node, facts.rel, call.scope, call.line, {})
+            callee = self.vocab.value_of(node, facts.rel, call.scope, call.line, {})
         except RecursionError:
             return
         hop = Hop(facts.rel, call.line, "call", call.func)
@@ -551,7 +551,7 @@ class _Linker:
             node = parse_expr(call.func)
             if node is None:
                 continue
-            callee = self.vocab.eval(node, rel, call.scope, call.line, {})
+            callee = self.vocab.value_of(node, rel, call.scope, call.line, {})
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in self.kernel_packages:
                 cond = conj(region, self.path(facts, call.path, call.scope))
                 self.links.kernel_calls.append(KernelCall(
@@ -633,7 +633,7 @@ class _Linker:
                 for key, val in zip(node.keys, node.values):
                     if not (isinstance(key, ast.Constant) and key.value in methods):
                         continue
-                    cls = self.vocab.eval(val, rel, assign.scope, assign.line, {})
+                    cls = self.vocab.value_of(val, rel, assign.scope, assign.line, {})
                     if not isinstance(cls, ClassV):
                         continue
                     method = str(key.value)
@@ -679,7 +679,7 @@ class _Linker:
                             node.comparators[0], ast.Call) and isinstance(
                             node.comparators[0].func, ast.Attribute)):
                         continue
-                    left = self.vocab.eval(node.left, rel, fact.scope, cond.line, {})
+                    left = self.vocab.value_of(node.left, rel, fact.scope, cond.line, {})
                     if getattr(left, "kind", None) != "sm":
                         continue
                     others = [s for s in fact.path if s != signed]
@@ -722,7 +722,7 @@ class _Linker:
                 node = parse_expr(text)
                 if node is None:
                     continue
-                value = self.vocab.eval(node, rel, call.scope, call.line, {})
+                value = self.vocab.value_of(node, rel, call.scope, call.line, {})
                 if not isinstance(value, ClassV) or (value.rel, value.qualname) == (rel, cls):
                     continue
                 kept = tuple(p for p in call.path
@@ -789,7 +789,7 @@ def _literal_backend(vocab: Vocabulary, facts: FileFacts, call: CallFact) -> str
             node = parse_expr(text)
             if node is None:
                 return None
-            value = vocab.eval(node, facts.rel, call.scope, call.line, {})
+            value = vocab.value_of(node, facts.rel, call.scope, call.line, {})
             return value.value if isinstance(value, ConstV) and isinstance(
                 value.value, str) else None
     return None

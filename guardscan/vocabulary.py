@@ -218,7 +218,7 @@ class Vocabulary:
             return Resolved(Unknown(f"unparseable: {text[:60]}"))
         self._trail = []
         try:
-            value = self.eval(node, rel, scope, line, {})
+            value = self.value_of(node, rel, scope, line, {})
         except RecursionError:
             value = UnkV("too deep")
         pred = self.to_pred(value, node)
@@ -487,7 +487,7 @@ class Vocabulary:
         node = parse_expr(assign.value) if assign.value else None
         if node is None:
             return UnkV(f"{name} has no readable value")
-        value = self.eval(node, rel, assign.scope, assign.line, {})
+        value = self.value_of(node, rel, assign.scope, assign.line, {})
         for target in assign.targets:
             names = _target_names(target)
             if name in names and len(names) > 1:
@@ -506,7 +506,7 @@ class Vocabulary:
             if node is None:
                 parts.append(Unknown(cond.text))
                 continue
-            value = self.eval(node, rel, scope, cond.line, dict(env or {}))
+            value = self.value_of(node, rel, scope, cond.line, dict(env or {}))
             pred = self.to_pred(value, node)
             parts.append(pred if signed > 0 else neg(pred))
         return conj(*parts)
@@ -537,7 +537,7 @@ class Vocabulary:
         for pname, default in fdef.defaults:
             node = parse_expr(default)
             if node is not None:
-                bindings[pname] = self.eval(node, func.rel, fdef.scope, fdef.line, {})
+                bindings[pname] = self.value_of(node, func.rel, fdef.scope, fdef.line, {})
         for pname, value in func.bound:
             bindings[pname] = value
         all_args = [*func.positional, *args]
@@ -572,7 +572,7 @@ class Vocabulary:
         results: list[tuple[Predicate, Value]] = []
         for ret in returns:
             node = parse_expr(ret.value) if ret.value else None
-            value: Value = self.eval(node, rel, fdef.qualname, ret.line, bindings) if node is not None \
+            value: Value = self.value_of(node, rel, fdef.qualname, ret.line, bindings) if node is not None \
                 else ConstV(None)
             cond = self._path_pred(facts, rel, fdef.qualname, ret.path, ret.line, bindings)
             results.append((cond, value))
@@ -595,7 +595,7 @@ class Vocabulary:
         return UnkV(f"{fdef.name}() returns {'/'.join(sorted(kinds))}")
 
     # -- expression evaluation ---------------------------------------------------------
-    def eval(self, node: ast.AST, rel: str, scope: str, line: int,
+    def value_of(self, node: ast.AST, rel: str, scope: str, line: int,
              env: dict[str, Value]) -> Value:
         method = getattr(self, f"_eval_{type(node).__name__}", None)
         if method is None:
@@ -614,7 +614,7 @@ class Vocabulary:
 
     def _eval_Tuple(self, node: ast.Tuple, rel: str, scope: str, line: int,
                     env: dict[str, Value]) -> Value:
-        items = [self.eval(e, rel, scope, line, env) for e in node.elts]
+        items = [self.value_of(e, rel, scope, line, env) for e in node.elts]
         if items == [DevQ("major"), DevQ("minor")]:
             return DevQ("cap")
         if all(isinstance(i, ConstV) for i in items):
@@ -637,14 +637,14 @@ class Vocabulary:
 
     def _eval_NamedExpr(self, node: ast.NamedExpr, rel: str, scope: str, line: int,
                         env: dict[str, Value]) -> Value:
-        return self.eval(node.value, rel, scope, line, env)
+        return self.value_of(node.value, rel, scope, line, env)
 
     def _eval_Attribute(self, node: ast.Attribute, rel: str, scope: str, line: int,
                         env: dict[str, Value]) -> Value:
         attr = node.attr
         if attr in self.options.dests:
             return OptV(attr)
-        base = self.eval(node.value, rel, scope, line, env)
+        base = self.value_of(node.value, rel, scope, line, env)
         if isinstance(base, ExtV):
             path = f"{base.path}.{attr}"
             if path == "torch.version.cuda":
@@ -749,8 +749,8 @@ class Vocabulary:
 
     def _eval_Subscript(self, node: ast.Subscript, rel: str, scope: str, line: int,
                         env: dict[str, Value]) -> Value:
-        base = self.eval(node.value, rel, scope, line, env)
-        index = self.eval(node.slice, rel, scope, line, env)
+        base = self.value_of(node.value, rel, scope, line, env)
+        index = self.value_of(node.slice, rel, scope, line, env)
         if isinstance(base, DevQ) and base.kind == "cap" and isinstance(index, ConstV):
             if index.value == 0:
                 return DevQ("major")
@@ -769,7 +769,7 @@ class Vocabulary:
 
     def _eval_Slice(self, node: ast.Slice, rel: str, scope: str, line: int,
                     env: dict[str, Value]) -> Value:
-        parts = [self.eval(p, rel, scope, line, env) if p is not None else ConstV(None)
+        parts = [self.value_of(p, rel, scope, line, env) if p is not None else ConstV(None)
                  for p in (node.lower, node.upper, node.step)]
         if all(isinstance(p, ConstV) for p in parts):
             return ConstV(slice(*(p.value for p in parts)))  # type: ignore[union-attr]
@@ -777,8 +777,8 @@ class Vocabulary:
 
     def _eval_BinOp(self, node: ast.BinOp, rel: str, scope: str, line: int,
                     env: dict[str, Value]) -> Value:
-        left = self.eval(node.left, rel, scope, line, env)
-        right = self.eval(node.right, rel, scope, line, env)
+        left = self.value_of(node.left, rel, scope, line, env)
+        right = self.value_of(node.right, rel, scope, line, env)
         if isinstance(left, DevQ) and left.kind == "sm" and isinstance(node.op, ast.FloorDiv) \
                 and right == ConstV(10):
             return DevQ("major")
@@ -809,7 +809,7 @@ class Vocabulary:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
-                inner = self.eval(value.value, rel, scope, line, env)
+                inner = self.value_of(value.value, rel, scope, line, env)
                 parts.append(inner)
         # f"{major}{minor}" is the SM number as text
         devs = [p for p in parts if isinstance(p, DevQ)]
@@ -824,7 +824,7 @@ class Vocabulary:
 
     def _eval_UnaryOp(self, node: ast.UnaryOp, rel: str, scope: str, line: int,
                       env: dict[str, Value]) -> Value:
-        operand = self.eval(node.operand, rel, scope, line, env)
+        operand = self.value_of(node.operand, rel, scope, line, env)
         if isinstance(node.op, ast.Not):
             if isinstance(operand, ConstV):
                 return ConstV(not operand.value)
@@ -838,7 +838,7 @@ class Vocabulary:
 
     def _eval_BoolOp(self, node: ast.BoolOp, rel: str, scope: str, line: int,
                      env: dict[str, Value]) -> Value:
-        values = [self.eval(v, rel, scope, line, env) for v in node.values]
+        values = [self.value_of(v, rel, scope, line, env) for v in node.values]
         if all(isinstance(v, ConstV) for v in values):
             result = values[0]
             for v in values[1:]:
@@ -853,9 +853,9 @@ class Vocabulary:
 
     def _eval_IfExp(self, node: ast.IfExp, rel: str, scope: str, line: int,
                     env: dict[str, Value]) -> Value:
-        test = self.to_pred(self.eval(node.test, rel, scope, line, env), node.test)
-        body = self.eval(node.body, rel, scope, line, env)
-        orelse = self.eval(node.orelse, rel, scope, line, env)
+        test = self.to_pred(self.value_of(node.test, rel, scope, line, env), node.test)
+        body = self.value_of(node.body, rel, scope, line, env)
+        orelse = self.value_of(node.orelse, rel, scope, line, env)
         if test == TRUE:
             return body
         if test == FALSE:
@@ -870,9 +870,9 @@ class Vocabulary:
                       env: dict[str, Value]) -> Value:
         parts: list[Predicate] = []
         left_node = node.left
-        left = self.eval(left_node, rel, scope, line, env)
+        left = self.value_of(left_node, rel, scope, line, env)
         for op, right_node in zip(node.ops, node.comparators):
-            right = self.eval(right_node, rel, scope, line, env)
+            right = self.value_of(right_node, rel, scope, line, env)
             pair = ast.copy_location(ast.Compare(left=left_node, ops=[op],
                                                  comparators=[right_node]), node)
             parts.append(self._compare(left, _OPNAMES[type(op)], right, pair))
@@ -953,7 +953,7 @@ class Vocabulary:
         if facts is None:
             return None
         if isinstance(node, ast.Call):
-            callee = self.eval(node.func, rel, scope, line, {})
+            callee = self.value_of(node.func, rel, scope, line, {})
             if isinstance(callee, FuncV):
                 cfacts = self.index.facts(callee.rel)
                 fdef = next((f for f in (cfacts.functions if cfacts else ())
@@ -1050,9 +1050,9 @@ class Vocabulary:
                 return PredV(self._option_is(dest, values))
             return UnkV(f"{_unparse(node)}: receiver type unknown")
         if isinstance(func_node, ast.Attribute) and func_node.attr in ("startswith", "endswith"):
-            base = self.eval(func_node.value, rel, scope, line, env)
+            base = self.value_of(func_node.value, rel, scope, line, env)
             if isinstance(base, OptV) and node.args:
-                arg = self.eval(node.args[0], rel, scope, line, env)
+                arg = self.value_of(node.args[0], rel, scope, line, env)
                 choices = self.options.dests.get(base.dest, ())
                 if isinstance(arg, ConstV) and isinstance(arg.value, (str, tuple)) and choices:
                     prefixes = arg.value if isinstance(arg.value, tuple) else (arg.value,)
@@ -1060,10 +1060,10 @@ class Vocabulary:
                         (lambda c: c.startswith(prefixes)) if func_node.attr == "startswith"
                         else (lambda c: c.endswith(prefixes)))
                     return PredV(self._option_is(base.dest, frozenset(c for c in choices if test(c))))
-        callee = self.eval(func_node, rel, scope, line, env)
-        args = [self.eval(a, rel, scope, line, env) for a in node.args
+        callee = self.value_of(func_node, rel, scope, line, env)
+        args = [self.value_of(a, rel, scope, line, env) for a in node.args
                 if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.eval(k.value, rel, scope, line, env) for k in node.keywords if k.arg}
+        kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env) for k in node.keywords if k.arg}
         if isinstance(callee, ExtV):
             return _external_call(callee.path, args, kwargs)
         if isinstance(callee, FuncV):
