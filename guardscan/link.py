@@ -743,6 +743,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     linker.kernel_packages = set(kernel_packages)
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
+    index.prefetch(candidates)
     linker.scan_quantization()
     quant_files = sorted({rel for rel, _ in linker.quant_context} - set(candidates))
     for rel in [*candidates, *quant_files]:

@@ -24,6 +24,9 @@ __all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
 #: Bump when extraction changes, so cached facts from older code are ignored.
 FACTS_VERSION = "6"
 
+#: Below this many files to parse, a process pool costs more than it saves.
+PARALLEL_MIN_FILES = 64
+
 #: Larger files are skipped (generated tables, vendored data), with a diagnostic.
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
@@ -88,13 +91,49 @@ class Index:
             return self.outcomes[rel]
         module = self.tree.module_name(rel)
         is_package = rel.endswith("__init__.py")
-        key = hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
+        key = self._key(rel, data)
         outcome = self._cache_load(key)
         if outcome is None:
             outcome = index_source(data, rel, module, is_package)
             self._cache_store(key, outcome)
         self.outcomes[rel] = outcome
         return outcome
+
+    def prefetch(self, rels: Iterable[str], workers: int | None = None) -> None:
+        """Parse the files among ``rels`` that are neither indexed nor cached, on
+        every core (cold scans). Results are the same as parsing them one by one;
+        any failure of the pool falls back to doing exactly that."""
+        todo = []
+        for rel in rels:
+            if rel in self.outcomes:
+                continue
+            data = self.data(rel)
+            if data is None:
+                continue
+            key = self._key(rel, data)
+            cached = self._cache_load(key)
+            if cached is not None:
+                self.outcomes[rel] = cached
+            else:
+                todo.append((rel, data, key))
+        workers = workers or min(os.cpu_count() or 1, 8)
+        if workers < 2 or len(todo) < PARALLEL_MIN_FILES:
+            return  # parsed lazily, one by one, when asked for
+        from concurrent.futures import ProcessPoolExecutor
+
+        jobs = [(data, rel, self.tree.module_name(rel), rel.endswith("__init__.py"))
+                for rel, data, _ in todo]
+        try:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                outcomes = list(pool.map(_index_job, jobs, chunksize=16))
+        except Exception:  # no fork, no /dev/shm, a killed worker: stay serial
+            return
+        for (rel, _, key), outcome in zip(todo, outcomes):
+            self.outcomes[rel] = outcome
+            self._cache_store(key, outcome)
+
+    def _key(self, rel: str, data: bytes) -> str:
+        return hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
 
     def facts(self, rel: str) -> FileFacts | None:
         return self.outcome(rel).facts
@@ -146,3 +185,8 @@ class Index:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+def _index_job(job: tuple[bytes, str, str, bool]) -> FileOutcome:
+    data, rel, module, is_package = job
+    return index_source(data, rel, module, is_package)
