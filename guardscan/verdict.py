@@ -153,7 +153,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     findings = [f for f in links.findings if f.option == option.dest]
     global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
     calls = [c for c in links.kernel_calls if c.option == option.dest]
-    _ALL_CHOICES[option.dest] = frozenset(option.choices)
+    every = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
     origin = Evidence(option.path, option.line, "link", index.line_text(option.path, option.line),
@@ -169,7 +169,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             conditions: list[str] = []
             for finding in findings:
                 if finding.kind in ("gate", "quant-gate"):
-                    _judge_gate(index, finding, ctx, arch, all_archs, blocking, positive,
+                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, positive,
                                 caveats, conditions)
                 elif finding.kind == "default" and finding.choice == choice:
                     dctx = Context(arch=arch, quantization=quantization)
@@ -203,10 +203,10 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                         "not a support claim"))
             if quantization is not None:
                 for finding in global_quant:
-                    _judge_gate(index, finding, ctx, arch, all_archs, blocking, [], caveats,
+                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [], caveats,
                                 conditions)
             kernel_false, kernel_true, kernel_mixed = _judge_kernels(
-                index, calls, kernels, ctx, arch)
+                index, calls, kernels, ctx, arch, every)
             caveats.extend(kernel_mixed)
             if blocking:
                 verdict, evidence = Verdict.BLOCKED, blocking
@@ -224,23 +224,19 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     return out
 
 
-def _specific(cond: Predicate, ctx: Context) -> bool:
+def _specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
     """Does the condition single out the option's value in ``ctx`` (not merely
-    allow it)? Calls made for every choice alike say nothing about one."""
+    allow it, as a test naming ``every`` choice would)? Code run for every
+    choice alike says nothing about one."""
     for atom in atoms(cond):
         if isinstance(atom, OptionIs) and atom.option in ctx.options and \
-                atom.evaluate(ctx) is Tri.TRUE and len(atom.choices) < len(
-                    _ALL_CHOICES.get(atom.option, atom.choices | {""})):
+                atom.evaluate(ctx) is Tri.TRUE and not every <= atom.choices:
             return True
     return False
 
 
-#: Filled by ``judge``: every choice of each option (for ``_specific``).
-_ALL_CHOICES: dict[str, frozenset[str]] = {}
-
-
 def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, ctx: Context,
-                   arch: Arch) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
+                   arch: Arch, every: frozenset[str]) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
     """Kernel-library calls the choice can make, judged as a union.
 
     The choice's code may call different kernels for different models and
@@ -254,7 +250,7 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     unknowns = 0
     for call in calls:
         reach = call.condition.evaluate(ctx)
-        if reach is Tri.FALSE or not _specific(call.condition, ctx):
+        if reach is Tri.FALSE or not _specific(call.condition, ctx, every):
             continue
         if not call.owned and reach is not Tri.TRUE:
             continue  # shared code that may or may not make this call for the choice
@@ -280,6 +276,7 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
 
 
 def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_archs: list[Arch],
+                every: frozenset[str],
                 blocking: list[Evidence], positive: list[Evidence], caveats: list[Evidence],
                 conditions: list[str]) -> None:
     cond = finding.condition
@@ -301,7 +298,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
                     qctx = Context(arch=ctx.arch, options=ctx.options, quantization=method)
                     if cond.evaluate(qctx) is Tri.TRUE:
                         conditions.append(f"blocked with --quantization {method}")
-        if not _specific(cond, ctx):
+        if not _specific(cond, ctx, every):
             return  # another choice's gate, open only through other options
         if not mentions_capability(cond) or not any(
                 cond.evaluate(Context(arch=other, options=ctx.options,
@@ -339,18 +336,6 @@ def _dedupe_keep_last(chain: list[Evidence]) -> list[Evidence]:
         seen.add(key)
         out.append(ev)
     return [chain[0], *reversed(out)]
-
-
-def _dedupe(chain: list[Evidence]) -> list[Evidence]:
-    seen = set()
-    out = []
-    for ev in chain:
-        key = (ev.path, ev.line, ev.role)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(ev)
-    return out
 
 
 

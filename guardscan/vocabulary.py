@@ -181,10 +181,6 @@ class OptionModel:
     quantization: str | None = None
 
 
-class _Cycle(Exception):
-    pass
-
-
 class Vocabulary:
     """Resolve guard expressions of one tree to Predicates."""
 
@@ -785,11 +781,6 @@ class Vocabulary:
         if isinstance(left, DevQ) and left.kind == "sm" and isinstance(node.op, ast.Mod) \
                 and right == ConstV(10):
             return DevQ("minor")
-        if isinstance(node.op, ast.Add):
-            # major * 10 + minor
-            if _is_major_times_ten(node.left, left, self, rel, scope, line, env) and \
-                    right == DevQ("minor"):
-                return DevQ("sm")
         if isinstance(node.op, ast.Mult) and left == DevQ("major") and right == ConstV(10):
             return _MajorTimesTen()
         if isinstance(left, _MajorTimesTen) and isinstance(node.op, ast.Add) and \
@@ -1121,7 +1112,6 @@ class _Wrapper:
         return UnkV("wrapper")
 
 
-_PlatformValue.__module__ = __name__
 
 
 _BUILTINS = frozenset({"hasattr", "tuple", "int", "list", "map", "bool", "getattr", "str",
@@ -1287,11 +1277,6 @@ def _enclosing_scopes(scope: str, facts: FileFacts) -> list[str]:
             scopes.append(current)
         current = current.rpartition(".")[0]
     return scopes
-
-
-def _is_major_times_ten(node: ast.AST, value: Value, vocab: Vocabulary, rel: str, scope: str,
-                        line: int, env: dict[str, Value]) -> bool:
-    return isinstance(value, _MajorTimesTen)
 
 
 def _node_line(entry: AssignFact, key: ast.AST) -> int:

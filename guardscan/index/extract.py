@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import codecs
 import io
-import textwrap
 import tokenize
 import warnings
 from collections.abc import Iterable
@@ -33,9 +32,6 @@ from guardscan.index.facts import (
 
 __all__ = ["dotted", "extract_facts", "index_source", "source_lines"]
 
-#: Function sources longer than this many lines are not kept whole (only the
-#: vocabulary reads bodies, and guard helpers are short).
-SMALL_FUNCTION_LINES = 60
 #: Argument texts longer than this are cut (help texts are long, data is longer).
 MAX_ARG_TEXT = 6000
 
@@ -252,9 +248,6 @@ class _Extractor:
             if kw_default is not None:
                 defaults.append((arg.arg, self.text(kw_default, 400)))
         end = node.end_lineno or node.lineno
-        body: str | None = None
-        if end - node.lineno <= SMALL_FUNCTION_LINES:
-            body = textwrap.dedent(self.src.lines(node.lineno, end))
         self.functions.append(
             FunctionFact(
                 qualname=qualname,
@@ -266,7 +259,6 @@ class _Extractor:
                 defaults=tuple(defaults),
                 decorators=tuple((self.text(d, 600), d.lineno) for d in node.decorator_list),
                 returns=self.text(node.returns, 200),
-                body=body,
                 path=path,
                 scope=scope,
                 annotations=tuple((a.arg, self.text(a.annotation, 200))

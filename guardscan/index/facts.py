@@ -65,7 +65,6 @@ class FunctionFact:
     defaults: tuple[tuple[str, str], ...]
     decorators: tuple[tuple[str, int], ...]
     returns: str
-    body: str | None  # whole def source for small functions, else None
     path: CondPath = ()
     scope: str = ""
     annotations: tuple[tuple[str, str], ...] = ()  # (param, annotation text)
