@@ -114,7 +114,9 @@ class ResultCache:
         used = frozenset(index.outcomes)
         entry = _Entry(
             stats=stats,
-            hashes={rel: _hash(tree, rel) for rel in stats},
+            # the pre-filter already read every file: hash those bytes, don't re-read
+            hashes={rel: (hashlib.sha256(data).hexdigest() if (data := index.data(rel))
+                          is not None else _hash(tree, rel)) for rel in stats},
             used=used,
             greps=list(index.grep_log),
             kernel_stats=_stat_tree(kernel_tree) if kernel_tree is not None else None,
