@@ -1,3 +1,3 @@
-from guardscan.cli import main
+from guardscan.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -8,6 +8,7 @@ error (one line; set GUARDSCAN_DEBUG=1 for the traceback).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import traceback
@@ -274,3 +275,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"guardscan: internal error: {type(exc).__name__}: {exc} "
               "(set GUARDSCAN_DEBUG=1 for the traceback)", file=sys.stderr)
         return ExitCode.INTERNAL
+
+
+def entry() -> None:
+    """The console script and ``python -m guardscan``: ``main``, then a quick exit.
+
+    The collector stays off for the whole run (see ``scan._collector_paused``),
+    and the process ends without tearing down the scan's millions of objects
+    one by one: measured on sglang 0.5.23, that teardown took about 5 s after a
+    45 s cold scan. Output is flushed first.
+    """
+    gc.disable()
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing more to say
+        pass
+    os._exit(int(code))

