@@ -22,7 +22,7 @@ from guardscan.index.facts import FileFacts, FileOutcome
 __all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "7"
+FACTS_VERSION = "8"
 
 #: Below this many files to parse, a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 64

@@ -1,7 +1,11 @@
 """Per-file facts: plain, frozen data pulled out of one source file.
 
-(Not slotted: unpickling slotted frozen dataclasses from the cache costs about
-ten times more, measured on sglang 0.5.23's 1,700 indexed files.)
+Per-statement facts are named tuples: against frozen dataclasses they take
+about 40% less memory and unpickle twice as fast (measured on 100,000 call
+facts), and a scan of sglang 0.5.23 holds about a million of them. Slotted
+frozen dataclasses unpickle about ten times slower still. Being tuples, two
+facts of different kinds with equal fields compare equal: never mix kinds in
+one set or dict key.
 
 Expressions travel as their exact source text (a slice of the file, never a
 parse-tree node), so facts cache, serialise and compare cleanly; later stages
@@ -17,6 +21,7 @@ held, ``-i`` that it did not (an ``else`` branch, or the code after an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = [
     "Cond",
@@ -35,8 +40,7 @@ __all__ = [
 CondPath = tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class Cond:
+class Cond(NamedTuple):
     """A branch test (if / elif / while / except clause), as text."""
 
     text: str
@@ -44,8 +48,7 @@ class Cond:
     kind: str = "if"  # if | elif | while | except | match
 
 
-@dataclass(frozen=True)
-class ImportFact:
+class ImportFact(NamedTuple):
     scope: str
     local: str  # the name bound ("*" for a star import)
     module: str  # absolute module
@@ -54,8 +57,7 @@ class ImportFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True)
-class FunctionFact:
+class FunctionFact(NamedTuple):
     qualname: str  # Class.method or func or outer.inner
     name: str
     cls: str  # enclosing class qualname, "" if none
@@ -70,8 +72,7 @@ class FunctionFact:
     annotations: tuple[tuple[str, str], ...] = ()  # (param, annotation text)
 
 
-@dataclass(frozen=True)
-class ClassFact:
+class ClassFact(NamedTuple):
     qualname: str
     line: int
     end_line: int
@@ -81,8 +82,7 @@ class ClassFact:
     scope: str = ""
 
 
-@dataclass(frozen=True)
-class AssignFact:
+class AssignFact(NamedTuple):
     scope: str
     targets: tuple[str, ...]
     value: str
@@ -92,8 +92,7 @@ class AssignFact:
     end_line: int = 0
 
 
-@dataclass(frozen=True)
-class CallFact:
+class CallFact(NamedTuple):
     scope: str
     func: str
     args: tuple[str, ...]
@@ -102,16 +101,14 @@ class CallFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True)
-class RaiseFact:
+class RaiseFact(NamedTuple):
     scope: str
     exc: str
     line: int
     path: CondPath = ()
 
 
-@dataclass(frozen=True)
-class AssertFact:
+class AssertFact(NamedTuple):
     scope: str
     test: str
     msg: str
@@ -119,8 +116,7 @@ class AssertFact:
     path: CondPath = ()
 
 
-@dataclass(frozen=True)
-class ReturnFact:
+class ReturnFact(NamedTuple):
     scope: str
     value: str
     line: int

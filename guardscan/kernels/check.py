@@ -24,8 +24,6 @@ Example
 
 from __future__ import annotations
 
-import dataclasses
-
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.model import KernelFact
 from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
@@ -44,8 +42,8 @@ def recognise_checks(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
     for found in table.raises.get(scope, []):
         if found.line in claimed or not found.path:
             continue
-        raise_ = dataclasses.replace(
-            found, path=paths.effective_path(table, scope, found.line, found.path))
+        raise_ = found._replace(
+            path=paths.effective_path(table, scope, found.line, found.path))
         if any(table.facts.cond(i).kind not in BRANCH_KINDS for i in raise_.path):
             continue
         device_conds = [i for i in raise_.path

@@ -35,7 +35,6 @@ Example
 from __future__ import annotations
 
 import ast
-import dataclasses
 from dataclasses import dataclass, field
 
 from guardscan.index.facts import CallFact, FunctionFact, RaiseFact
@@ -83,8 +82,8 @@ def recognise_dispatch(resolver: Resolver, table: ModuleSymbols, fn: FunctionFac
     raises = table.raises.get(scope, [])
     names = paths.names(table, scope)
     for found in raises:
-        raise_ = dataclasses.replace(
-            found, path=paths.effective_path(table, scope, found.line, found.path))
+        raise_ = found._replace(
+            path=paths.effective_path(table, scope, found.line, found.path))
         if any(table.facts.cond(i).kind not in BRANCH_KINDS for i in raise_.path):
             continue
         if _chain(resolver, table, fn, paths, raise_, calls, names.guessed, result):
