@@ -170,6 +170,7 @@ class _Linker:
         self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
+        self._scoped: dict[tuple[str, str], dict[str, list]] = {}
         #: (rel, class) -> {method: condition under which the method's config builds it}
         self.quant_context: dict[tuple[str, str], dict[str, Predicate]] = {}
         self.quant_dirs: set[str] = set()
@@ -248,17 +249,26 @@ class _Linker:
                     hops.append(Hop(trel, tline, "definition", "what the guard means"))
         return hops
 
+    def _by_scope(self, facts: FileFacts, kind: str) -> dict[str, list]:
+        """One kind of a file's facts (``calls``, ``raises``...) by scope, in file order."""
+        key = (facts.rel, kind)
+        table = self._scoped.get(key)
+        if table is None:
+            table = self._scoped[key] = {}
+            for fact in getattr(facts, kind):
+                table.setdefault(fact.scope, []).append(fact)
+        return table
+
     def failure_conditions(self, facts: FileFacts, scope_filter: str | None = None,
                            ) -> Iterable[tuple[str, int, str, Predicate, tuple[int, ...]]]:
         """(scope, line, text, condition, path) for every raise and assert."""
-        for fact in facts.raises:
-            if scope_filter is not None and fact.scope != scope_filter:
-                continue
+        raises, asserts = (facts.raises, facts.asserts) if scope_filter is None else (
+            self._by_scope(facts, "raises").get(scope_filter, ()),
+            self._by_scope(facts, "asserts").get(scope_filter, ()))
+        for fact in raises:
             yield fact.scope, fact.line, f"raise {fact.exc}", self.path(facts, fact.path,
                                                                          fact.scope), fact.path
-        for afact in facts.asserts:
-            if scope_filter is not None and afact.scope != scope_filter:
-                continue
+        for afact in asserts:
             resolved = self.vocab.predicate(afact.test, facts.rel, afact.scope, afact.line)
             self._assert_trail[(facts.rel, afact.line)] = resolved.trail
             yield (afact.scope, afact.line, f"assert {afact.test}",
@@ -429,15 +439,13 @@ class _Linker:
     def follow_calls(self, facts: FileFacts, scope: str, dest: str, region: Predicate,
                      hops: tuple[Hop, ...], depth: int, include_nested: bool,
                      owned: bool = False) -> None:
-        for call in facts.calls:
-            if call.scope != scope and not (include_nested and call.scope.startswith(scope + ".")):
-                continue
+        calls = [c for c in facts.calls if c.scope == scope or c.scope.startswith(scope + ".")] \
+            if include_nested else self._by_scope(facts, "calls").get(scope, ())
+        for call in calls:
             cond = conj(region, self.path(facts, call.path, call.scope))
             self._follow_one(facts, call, dest, cond, hops, depth, owned)
         # function-local imports of modules: their module-level gates apply
-        for imp in facts.imports:
-            if imp.scope != scope:
-                continue
+        for imp in self._by_scope(facts, "imports").get(scope, ()):
             module = f"{imp.module}.{imp.name}" if imp.name else imp.module
             if module in self.index.by_module:
                 self._module_gates(module, dest, conj(region, self.path(facts, imp.path, scope)),

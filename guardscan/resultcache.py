@@ -114,9 +114,8 @@ class ResultCache:
         used = frozenset(index.outcomes)
         entry = _Entry(
             stats=stats,
-            # the pre-filter already read every file: hash those bytes, don't re-read
-            hashes={rel: (hashlib.sha256(data).hexdigest() if (data := index.data(rel))
-                          is not None else _hash(tree, rel)) for rel in stats},
+            # the pre-filter already read (and hashed) every file: don't re-read
+            hashes={rel: index.digest(rel) or _hash(tree, rel) for rel in stats},
             used=used,
             greps=list(index.grep_log),
             kernel_stats=_stat_tree(kernel_tree) if kernel_tree is not None else None,

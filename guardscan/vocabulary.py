@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Union
 
 from guardscan.index import Index
-from guardscan.index.facts import AssignFact, FileFacts, FunctionFact
+from guardscan.index.facts import AssignFact, FileFacts, FunctionFact, ReturnFact
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -200,10 +200,24 @@ class Vocabulary:
         self._depth = 0
         self._assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
         self._import_index: dict[str, dict[str, dict[str, list[object]]]] = {}
+        self._functions_of: dict[str, tuple[dict[str, list[FunctionFact]],
+                                            dict[tuple[str, str], FunctionFact]]] = {}
+        self._scopes_memo: dict[tuple[str, str], list[str]] = {}
+        self._returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
         self._packages = {m.rpartition(".")[0] for m in index.by_module}
         self._packages |= {p.rpartition(".")[0] for p in list(self._packages) if p}
 
     # -- public -----------------------------------------------------------------------
+    def release_caches(self) -> None:
+        """Forget every memo. They only save time, and they hold on to most of the
+        facts; a scan calls this once linking is done (later questions, such as
+        ``explain``'s, are answered afresh). Diagnostics stay."""
+        for memo in (self._func_memo, self._name_memo, self._module_cache, self._reach_memo,
+                     self._local_memo, self._assign_index, self._import_index,
+                     self._functions_of, self._scopes_memo, self._returns_of):
+            memo.clear()
+        parse_expr.cache_clear()
+
     def predicate(self, text: str, rel: str, scope: str, line: int,
                   report: bool = True) -> Resolved:
         """The meaning of the expression ``text`` found in ``rel`` inside ``scope``."""
@@ -291,7 +305,9 @@ class Vocabulary:
         if facts is None:
             return UnkV(f"{rel} not analysed")
         # local scopes, innermost first (class bodies do not enclose methods)
-        scopes = _enclosing_scopes(scope, facts)
+        scopes = self._scopes_memo.get((rel, scope))
+        if scopes is None:
+            scopes = self._scopes_memo[(rel, scope)] = _enclosing_scopes(scope, facts)
         for sc in scopes:
             lkey = (rel, sc, name, line)
             if lkey in self._local_memo:
@@ -378,13 +394,36 @@ class Vocabulary:
                                   self.to_pred(v)) for g, v in zip(group, values)]
                     return PredV(disj(*parts))
             return self._assign_value(facts, rel, best, name)
-        for func in facts.functions:
-            if func.qualname == scope and name in func.params:
-                return UnkV(f"parameter {name}")
-        for func in facts.functions:
-            if func.scope == scope and func.name == name:
-                return FuncV(rel, func.qualname)
+        by_qualname, by_scope = self._function_index(rel, facts)
+        if any(name in func.params for func in by_qualname.get(scope, ())):
+            return UnkV(f"parameter {name}")
+        func = by_scope.get((scope, name))
+        if func is not None:
+            return FuncV(rel, func.qualname)
         return None
+
+    def _returns_by_scope(self, rel: str, facts: FileFacts) -> dict[str, list[ReturnFact]]:
+        """A file's return statements by function, in file order."""
+        table = self._returns_of.get(rel)
+        if table is None:
+            table = self._returns_of[rel] = {}
+            for ret in facts.returns:
+                table.setdefault(ret.scope, []).append(ret)
+        return table
+
+    def _function_index(self, rel: str, facts: FileFacts) -> tuple[
+            dict[str, list[FunctionFact]], dict[tuple[str, str], FunctionFact]]:
+        """A file's functions by qualified name (all of them, in order) and by
+        (enclosing scope, name) (the first), so lookups do not scan them all."""
+        index = self._functions_of.get(rel)
+        if index is None:
+            by_qualname: dict[str, list[FunctionFact]] = {}
+            by_scope: dict[tuple[str, str], FunctionFact] = {}
+            for func in facts.functions:
+                by_qualname.setdefault(func.qualname, []).append(func)
+                by_scope.setdefault((func.scope, func.name), func)
+            index = self._functions_of[rel] = (by_qualname, by_scope)
+        return index
 
     def _reachable_on_nvidia(self, facts: FileFacts, rel: str, scope: str,
                              assign: AssignFact) -> bool:
@@ -523,9 +562,10 @@ class Vocabulary:
         facts = self.index.facts(func.rel)
         if facts is None:
             return UnkV("function's file not analysed")
-        fdef = next((f for f in facts.functions if f.qualname == func.qualname), None)
-        if fdef is None:
+        defs = self._function_index(func.rel, facts)[0].get(func.qualname)
+        if not defs:
             return UnkV(f"no definition of {func.qualname}")
+        fdef = defs[0]
         bindings: dict[str, Value] = {}
         params = list(fdef.params)
         if fdef.cls and params and params[0] in ("self", "cls"):
@@ -561,8 +601,7 @@ class Vocabulary:
 
     def _interpret(self, facts: FileFacts, rel: str, fdef: FunctionFact,
                    bindings: dict[str, Value]) -> Value:
-        returns = [r for r in facts.returns if r.scope == fdef.qualname]
-        raises = [r for r in facts.raises if r.scope == fdef.qualname]
+        returns = self._returns_by_scope(rel, facts).get(fdef.qualname, ())
         if not returns:
             return UnkV(f"{fdef.name}() returns nothing readable")
         results: list[tuple[Predicate, Value]] = []
@@ -572,7 +611,7 @@ class Vocabulary:
                 else ConstV(None)
             cond = self._path_pred(facts, rel, fdef.qualname, ret.path, ret.line, bindings)
             results.append((cond, value))
-        del raises  # a raise leaves without a value; the remaining returns decide
+        # a raise leaves without a value; the remaining returns decide
         if all(isinstance(v, (PredV, ConstV)) for _, v in results):
             parts = [conj(c, self.to_pred(v)) for c, v in results]
             pred = disj(*parts)

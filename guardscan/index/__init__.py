@@ -34,11 +34,19 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 class Index:
     """Facts of one tree, keyed by relative path and by module name."""
 
-    def __init__(self, tree: SourceTree, cache_dir: Path | None = None) -> None:
+    def __init__(self, tree: SourceTree, cache_dir: Path | None = None,
+                 keep_text: bool = True) -> None:
         self.tree = tree
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
         self.outcomes: dict[str, FileOutcome] = {}
+        #: raw bytes kept between reads (``keep_text``), so repeated whole-tree
+        #: pre-filters do not re-read the tree; ``release_text`` drops them
+        self.keep_text = keep_text
         self._data: dict[str, bytes | None] = {}
+        #: sha256 of each file's bytes as first read (for the result cache)
+        self._digests: dict[str, str] = {}
+        #: analysed files whose facts ``drop_facts`` let go of
+        self._dropped: set[str] = set()
         self._lines: dict[str, list[str]] = {}
         #: whole-tree pre-filter queries and their answers (for the result cache)
         self.grep_log: list[tuple[bytes, tuple[str, ...]]] = []
@@ -48,20 +56,41 @@ class Index:
 
     # -- raw text ------------------------------------------------------------------
     def data(self, rel: str) -> bytes | None:
-        if rel not in self._data:
-            try:
-                path = self.tree.path_of(rel)
-                if path.stat().st_size > MAX_FILE_BYTES:
-                    self._data[rel] = None
-                    self.outcomes[rel] = FileOutcome(
-                        rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
-                else:
-                    self._data[rel] = path.read_bytes()
-            except OSError as exc:
-                self._data[rel] = None
-                self.outcomes[rel] = FileOutcome(rel, "failed",
-                                                 reason=f"unreadable: {exc.strerror or exc}")
-        return self._data[rel]
+        if rel in self._data:
+            return self._data[rel]
+        data: bytes | None = None
+        try:
+            path = self.tree.path_of(rel)
+            if path.stat().st_size > MAX_FILE_BYTES:
+                self.outcomes[rel] = FileOutcome(
+                    rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
+            else:
+                data = path.read_bytes()
+        except OSError as exc:
+            self.outcomes[rel] = FileOutcome(rel, "failed",
+                                             reason=f"unreadable: {exc.strerror or exc}")
+        if data is not None and rel not in self._digests:
+            self._digests[rel] = hashlib.sha256(data).hexdigest()
+        if self.keep_text or data is None:
+            self._data[rel] = data  # None: skipped or unreadable, said once
+        return data
+
+    def digest(self, rel: str) -> str | None:
+        """sha256 of the file's bytes as the scan read them (None: never read)."""
+        return self._digests.get(rel)
+
+    def drop_facts(self) -> None:
+        """Stop holding parsed facts; they are loaded again (from the cache, or
+        by parsing) if asked for. ``outcomes`` keeps every file's status."""
+        for rel, outcome in self.outcomes.items():
+            if outcome.facts is not None:
+                self.outcomes[rel] = FileOutcome(rel, outcome.status)
+                self._dropped.add(rel)
+
+    def release_text(self) -> None:
+        """Stop keeping raw bytes (they are read again from disk when needed)."""
+        self.keep_text = False
+        self._data = {rel: None for rel, data in self._data.items() if data is None}
 
     def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes match the regular expression ``pattern``."""
@@ -84,8 +113,9 @@ class Index:
 
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:
-        if rel in self.outcomes:
+        if rel in self.outcomes and rel not in self._dropped:
             return self.outcomes[rel]
+        self._dropped.discard(rel)
         data = self.data(rel)
         if data is None:
             return self.outcomes[rel]
@@ -105,7 +135,7 @@ class Index:
         any failure of the pool falls back to doing exactly that."""
         todo = []
         for rel in rels:
-            if rel in self.outcomes:
+            if rel in self.outcomes and rel not in self._dropped:
                 continue
             data = self.data(rel)
             if data is None:
@@ -114,6 +144,7 @@ class Index:
             cached = self._cache_load(key)
             if cached is not None:
                 self.outcomes[rel] = cached
+                self._dropped.discard(rel)
             else:
                 todo.append((rel, data, key))
         workers = workers or min(os.cpu_count() or 1, 8)
@@ -130,6 +161,7 @@ class Index:
             return
         for (rel, _, key), outcome in zip(todo, outcomes):
             self.outcomes[rel] = outcome
+            self._dropped.discard(rel)
             self._cache_store(key, outcome)
 
     def _key(self, rel: str, data: bytes) -> str:

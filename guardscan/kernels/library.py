@@ -171,6 +171,9 @@ class KernelLibrary:
                     data = self.index.data(rel)
                     for found in set(_CALL_SITE.findall(data or b"")):
                         self._call_sites.setdefault(found.decode(), []).append(rel)
+                # no more byte searches: stop holding the package's text (95 MB
+                # for flashinfer 0.7.2); the few later reads go to the disk
+                self.index.release_text()
             if self._call_sites is not None:
                 self._callers[name] = self._call_sites.get(name, [])
             else:
