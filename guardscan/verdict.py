@@ -160,6 +160,10 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                       f"{option.flag} choices")
     out: list[BackendVerdict] = []
     for choice in option.choices:
+        # whether a gate is about this choice at all does not depend on the arch
+        choice_ctx = Context(options={option.dest: choice}, quantization=quantization)
+        about = {id(f): _about_choice(f.condition, choice_ctx) for f in [*findings, *global_quant]
+                 if f.kind in ("gate", "quant-gate")}
         for arch in archs:
             ctx = Context(arch=arch, options={option.dest: choice}, quantization=quantization)
             blocking: list[Evidence] = []
@@ -169,8 +173,9 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             conditions: list[str] = []
             for finding in findings:
                 if finding.kind in ("gate", "quant-gate"):
-                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, positive,
-                                caveats, conditions)
+                    if about[id(finding)]:
+                        _judge_gate(index, finding, ctx, arch, all_archs, every, blocking,
+                                    positive, caveats, conditions)
                 elif finding.kind == "default" and finding.choice == choice:
                     dctx = Context(arch=arch, quantization=quantization)
                     if possible(finding.condition, dctx) and mentions_capability(
@@ -203,8 +208,9 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                         "not a support claim"))
             if quantization is not None:
                 for finding in global_quant:
-                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [], caveats,
-                                conditions)
+                    if about[id(finding)]:
+                        _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [],
+                                    caveats, conditions)
             kernel_false, kernel_true, kernel_mixed = _judge_kernels(
                 index, calls, kernels, ctx, arch, every)
             caveats.extend(kernel_mixed)
@@ -275,16 +281,17 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     return [], [], mixed
 
 
+def _about_choice(cond: Predicate, choice_ctx: Context) -> bool:
+    """Can the gate's condition hold for this choice (on some arch)?"""
+    return cond.evaluate(choice_ctx) is not Tri.FALSE and possible(cond, choice_ctx)
+
+
 def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_archs: list[Arch],
                 every: frozenset[str],
                 blocking: list[Evidence], positive: list[Evidence], caveats: list[Evidence],
                 conditions: list[str]) -> None:
+    """One gate on one arch; the caller has checked it is ``_about_choice``."""
     cond = finding.condition
-    # is it about this choice at all?
-    if cond.evaluate(Context(options=ctx.options, quantization=ctx.quantization)) is Tri.FALSE:
-        return
-    if not possible(cond, Context(options=ctx.options, quantization=ctx.quantization)):
-        return
     value = cond.evaluate(ctx)
     if value is Tri.TRUE:
         blocking.extend(_finding_evidence(
