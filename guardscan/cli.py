@@ -67,7 +67,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
                              "~/.cache/guardscan)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write cached per-file facts")
+                        help="do not read or write the cache of facts, results and "
+                             "kernel answers (downloads are still cached)")
     parser.add_argument("--offline", action="store_true",
                         help="never call pip; use cached wheels only")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")

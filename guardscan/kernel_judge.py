@@ -8,30 +8,48 @@ judged there. A name the library does not define is reported, never guessed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from guardscan.arch import Arch
 from guardscan.index import Index
 from guardscan.link import KernelCall
 from guardscan.predicate import Tri
+from guardscan.resultcache import KernelAnswers
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
 from guardscan.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from guardscan.kernels.library import KernelLibrary
 
 __all__ = ["LibraryJudge", "kernel_judge_for"]
 
 
 class LibraryJudge(KernelJudge):
-    def __init__(self, index: Index) -> None:
-        from guardscan.kernels.library import build_kernel_library
-
+    def __init__(self, index: Index, answers: KernelAnswers | None = None) -> None:
         self.index = index
         self.package = index.tree.package
-        self.vocab = Vocabulary(index)
-        self.library = build_kernel_library(index, self._guard)
         self.unresolved: dict[str, tuple[str, int]] = {}
         self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
+        self._answers = answers
+        self._library: KernelLibrary | None = None
+        self._vocab: Vocabulary | None = None
+        self._replayed = False
+
+    @property
+    def library(self) -> KernelLibrary:
+        """The library's facts, read on the first question the answer cache
+        cannot answer (never, when an earlier scan asked them all)."""
+        if self._library is None:
+            from guardscan.kernels.library import build_kernel_library
+
+            self._vocab = Vocabulary(self.index)
+            self._library = build_kernel_library(self.index, self._guard)
+        return self._library
 
     def _guard(self, text: str, rel: str, scope: str, line: int):  # type: ignore[no-untyped-def]
-        return self.vocab.predicate(text, rel, scope, line, report=False).predicate
+        assert self._vocab is not None
+        return self._vocab.predicate(text, rel, scope, line, report=False).predicate
 
     def covers(self, call: KernelCall) -> bool:
         return call.target == self.package or call.target.startswith(self.package + ".")
@@ -42,23 +60,45 @@ class LibraryJudge(KernelJudge):
         key = (call.target, call.backend, arch)
         if key in self._memo:
             return self._memo[key]
-        function = self.library.resolve(call.target)
-        if function is None:
-            self.unresolved.setdefault(call.target, (call.rel, call.line))
-            result: tuple[Tri, list[Evidence]] = (Tri.UNKNOWN, [])
+        answers = self._answers
+        stored = answers.next(key) if answers is not None else None
+        if stored is not None:
+            value, chain, resolved = stored
         else:
-            outcome = self.library.outcome(function, arch, call.backend)
-            chain = list(outcome.chain)
-            if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
-                # excluded below, under a condition not decided here: a doubt,
-                # not arch-neutral code
-                chain = [Evidence(e.path, e.line, e.role, e.text,
-                                  (e.note + "; " if e.note else "") + "only under conditions "
-                                  "not decided here")
-                         for e in outcome.caveats[0]]
-            result = (outcome.value, chain)
-        self._memo[key] = result
-        return result
+            if answers is not None and not self._replayed:
+                # a question the last scan did not ask here: bring the library
+                # to the state a scan without the cache would be in by now
+                self._replayed = True
+                for (target, backend, old_arch), _ in answers.asked:
+                    self._compute(target, backend, old_arch)  # type: ignore[arg-type]
+            value, chain, resolved = self._compute(call.target, call.backend, arch)
+            if answers is not None:
+                answers.record(key, (value, list(chain), resolved))
+        if not resolved:
+            self.unresolved.setdefault(call.target, (call.rel, call.line))
+        self._memo[key] = (value, list(chain))  # type: ignore[arg-type]
+        return self._memo[key]
+
+    def _compute(self, target: str, backend: str | None, arch: Arch,
+                 ) -> tuple[Tri, list[Evidence], bool]:
+        """(support, evidence chain, whether the library defines ``target``)."""
+        function = self.library.resolve(target)
+        if function is None:
+            return Tri.UNKNOWN, [], False
+        outcome = self.library.outcome(function, arch, backend)
+        chain = list(outcome.chain)
+        if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
+            # excluded below, under a condition not decided here: a doubt,
+            # not arch-neutral code
+            chain = [Evidence(e.path, e.line, e.role, e.text,
+                              (e.note + "; " if e.note else "") + "only under conditions "
+                              "not decided here")
+                     for e in outcome.caveats[0]]
+        return outcome.value, chain, True
+
+    def store_answers(self) -> None:
+        if self._answers is not None:
+            self._answers.store()
 
     def diagnostics(self) -> list[Diagnostic]:
         return [Diagnostic(rel, line, "unresolved-kernel",
@@ -67,5 +107,5 @@ class LibraryJudge(KernelJudge):
                 for target, (rel, line) in sorted(self.unresolved.items())]
 
 
-def kernel_judge_for(index: Index) -> LibraryJudge:
-    return LibraryJudge(index)
+def kernel_judge_for(index: Index, answers: KernelAnswers | None = None) -> LibraryJudge:
+    return LibraryJudge(index, answers)

@@ -23,7 +23,7 @@ from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, Index
 from guardscan.results import ScanResult
 
-__all__ = ["ResultCache"]
+__all__ = ["KernelAnswers", "ResultCache"]
 
 Stat = tuple[int, int, int]  # size, mtime_ns, mode (chmod changes what can be read)
 
@@ -126,6 +126,72 @@ class ResultCache:
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+#: ((call target, backend, arch), (support, evidence chain, target resolved))
+KernelAnswer = tuple[tuple[object, ...], tuple[object, list[object], bool]]
+
+
+class KernelAnswers:
+    """The kernel-library answers of the last scan of a library, replayed while
+    that library's tree is unchanged (every file ``stat``-ed as it was).
+
+    What a kernel-library function supports on an arch depends on the library
+    alone, so a scan after a change to SGLang (or a repeated pre-flight check)
+    can reuse the answers an earlier scan worked out without reading the
+    library at all. The library's solver cuts call cycles, so an answer can
+    depend on the questions asked before it: answers are therefore kept as the
+    sequence they were asked in, and reused only while this scan asks the same
+    questions in the same order. At the first different question the library
+    is read and the questions so far are asked again, so every answer is
+    exactly what a scan without the cache gives. Each answer records whether
+    the library defines the called name, so ``unresolved-kernel`` diagnostics
+    come out the same too.
+    """
+
+    def __init__(self, cache_dir: Path, kernel_tree: SourceTree) -> None:
+        from guardscan import __version__
+
+        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
+                                      str(kernel_tree.root), kernel_tree.package)).encode())
+        self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
+        self.stats = _stat_tree(kernel_tree)
+        self.stored: list[KernelAnswer] = []
+        try:
+            with self.path.open("rb") as handle:
+                stats, stored = pickle.load(handle)
+            if stats == self.stats and isinstance(stored, list):
+                self.stored = stored
+        except Exception:  # noqa: BLE001 - missing, corrupt or stale: start empty
+            self.stored = []
+        #: this scan's questions and answers, in order
+        self.asked: list[KernelAnswer] = []
+        self.diverged = False
+
+    def next(self, key: tuple[object, ...]) -> tuple[object, list[object], bool] | None:
+        """The stored answer, if ``key`` is the question the last scan asked next."""
+        at = len(self.asked)
+        if not self.diverged and at < len(self.stored) and self.stored[at][0] == key:
+            self.asked.append(self.stored[at])
+            return self.stored[at][1]
+        self.diverged = True
+        return None
+
+    def record(self, key: tuple[object, ...], answer: tuple[object, list[object], bool]) -> None:
+        self.asked.append((key, answer))
+
+    def store(self) -> None:
+        """Keep this scan's sequence, if it is not the one already stored."""
+        if self.asked == self.stored:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump((self.stats, self.asked), handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except OSError:
             pass

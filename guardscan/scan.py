@@ -149,9 +149,11 @@ def _analyse(opts: ScanOptions) -> Analysis:
         if kernel_tree is not None:
             _say(opts, f"reading kernel facts of {kernel_tree.package} {kernel_tree.version}")
             from guardscan.kernel_judge import kernel_judge_for
+            from guardscan.resultcache import KernelAnswers
 
             kernel_judge = kernel_judge_for(
-                Index(kernel_tree, cache_dir if opts.use_cache else None))
+                Index(kernel_tree, cache_dir if opts.use_cache else None),
+                KernelAnswers(cache_dir, kernel_tree) if opts.use_cache else None)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
         if kernel_note:
@@ -168,6 +170,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
                                      *links.diagnostics]
     if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
         diagnostics.extend(kernel_judge.diagnostics())
+    if kernel_judge is not None and hasattr(kernel_judge, "store_answers"):
+        kernel_judge.store_answers()
     for outcome in index.outcomes.values():
         if outcome.status != "analysed":
             diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",

@@ -217,6 +217,7 @@ class Vocabulary:
                      self._functions_of, self._scopes_memo, self._returns_of):
             memo.clear()
         parse_expr.cache_clear()
+        _unparse.cache_clear()
 
     def predicate(self, text: str, rel: str, scope: str, line: int,
                   report: bool = True) -> Resolved:
@@ -1322,6 +1323,7 @@ def _node_line(entry: AssignFact, key: ast.AST) -> int:
     return entry.line + getattr(key, "lineno", 1) - 1
 
 
+@lru_cache(maxsize=16_384)  # nodes come from ``parse_expr``'s cache and never change
 def _unparse(node: ast.AST | None) -> str:
     if node is None:
         return "?"

@@ -604,3 +604,30 @@ def test_real_flashinfer_072_is_not_b12x(flashinfer_072: SourceTree) -> None:
     # 0.7.2's top_level.txt also lists b12x and the build scripts.
     assert (flashinfer_072.package, flashinfer_072.version) == ("flashinfer", "0.7.2")
     assert all(f.startswith("flashinfer/") for f in flashinfer_072.files)
+
+
+def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> None:
+    """Stored kernel answers belong to one state of the library's files."""
+    import shutil
+
+    from fixturetree import FIXTURES
+
+    from guardscan.acquire import acquire
+    from guardscan.arch import parse_arch
+    from guardscan.predicate import Tri
+    from guardscan.resultcache import KernelAnswers
+
+    root = tmp_path / "lib"
+    shutil.copytree(FIXTURES / "kernels_decorator", root)
+    package = next(p for p in root.iterdir() if p.is_dir())
+    tree = acquire(str(package), package.name)
+    key = ("pkg.fn", None, parse_arch("sm120"))
+    answers = KernelAnswers(tmp_path / "cache", tree)
+    assert answers.next(key) is None  # nothing stored yet
+    answers.record(key, (Tri.FALSE, [], True))
+    answers.store()
+    again = KernelAnswers(tmp_path / "cache", tree)
+    assert again.next(key) == (Tri.FALSE, [], True)
+    changed = next(package.rglob("*.py"))
+    changed.write_text(changed.read_text() + "\n# changed\n")
+    assert KernelAnswers(tmp_path / "cache", acquire(str(package), package.name)).stored == []

@@ -104,3 +104,33 @@ def test_cli_explain_and_graph(tmp_path: Path, capsys: Any, pair_059_063: Any) -
     out = capsys.readouterr().out
     assert "unsupported (safe to try: no)" in out
     assert "flashinfer/jit/fused_moe.py:238" in out
+
+
+def test_kernel_answers_are_replayed_exactly(sglang_059: Any, flashinfer_063: Any,
+                                             tmp_path: Path) -> None:
+    """The kernel-library answer cache gives the verdicts a scan without it gives:
+    after a scan that asked other questions first (the replay), when every
+    answer is stored (the library is then never read), and from a corrupt file."""
+    from guardscan.scan import ScanOptions, analyse
+
+    options = ["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend"]
+
+    def run(cache: Path | None, only: list[str] = options) -> Any:
+        return analyse(ScanOptions(target=str(sglang_059.root / "sglang"),
+                                   flashinfer=str(flashinfer_063.root / "flashinfer"),
+                                   options=only, cache_dir=cache, use_cache=cache is not None,
+                                   offline=True, full=True))
+
+    reference = run(None).result.to_json()
+    cache = tmp_path / "cache"
+    run(cache, ["--fp8-gemm-backend"])  # another order of questions is stored
+    replayed = run(cache)
+    assert replayed.result.to_json() == reference
+    assert replayed.kernel_judge._library is not None  # it had to read the library
+    stored = run(cache)
+    assert stored.result.to_json() == reference
+    assert stored.kernel_judge._library is None  # every answer came from the cache
+    kernel_files = list((cache / "kernels").glob("*.pickle"))
+    assert len(kernel_files) == 1
+    kernel_files[0].write_bytes(b"not a pickle")
+    assert run(cache).result.to_json() == reference
