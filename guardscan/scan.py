@@ -38,6 +38,9 @@ class ScanOptions:
     progress: Callable[[str], None] | None = None
     #: compute every stage even when a cached result is valid (for --graph)
     full: bool = False
+    #: False: no text pre-filter on the target (every file is parsed and read
+    #: as a candidate); for tests that prove the pre-filter changes nothing
+    prefilter: bool = True
 
 
 @dataclass
@@ -102,12 +105,12 @@ def _analyse(opts: ScanOptions) -> Analysis:
     if opts.use_cache and not opts.full:
         results = ResultCache(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
-            tuple(opts.options or ()), opts.kernels,
+            tuple(opts.options or ()), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None))
         cached = results.load(tree, kernel_tree)
         if cached is not None:
             return Analysis(tree, None, None, None, None, cached, kernel_tree, None)
-    index = Index(tree, cache_dir if opts.use_cache else None)
+    index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
     catalog = build_catalog(index)
     options = list(catalog.options)

@@ -35,8 +35,11 @@ class Index:
     """Facts of one tree, keyed by relative path and by module name."""
 
     def __init__(self, tree: SourceTree, cache_dir: Path | None = None,
-                 keep_text: bool = True) -> None:
+                 keep_text: bool = True, prefilter: bool = True) -> None:
         self.tree = tree
+        #: False: every text pre-filter answers "every file" (to prove it changes
+        #: no verdict; far slower)
+        self.prefilter = prefilter
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
         self.outcomes: dict[str, FileOutcome] = {}
         #: raw bytes kept between reads (``keep_text``), so repeated whole-tree
@@ -98,7 +101,7 @@ class Index:
         found = []
         for rel in within if within is not None else self.tree.files:
             data = self.data(rel)
-            if data is not None and regex.search(data):
+            if data is not None and (not self.prefilter or regex.search(data)):
                 found.append(rel)
         if within is None:
             self.grep_log.append((pattern, tuple(found)))

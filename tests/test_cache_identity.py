@@ -1,0 +1,62 @@
+"""Speed changes no verdict. On both real SGLang releases:
+
+- the verdict JSON is byte-identical with the caches warm (per-file facts, the
+  whole result) and off (``--no-cache``);
+- without the text pre-filter (every file parsed and read as a candidate: the
+  slow way the pre-filter exists to avoid) every verdict, condition and
+  deciding fact is the same. What may differ is which definition lines a
+  guard's evidence shows (the interpreter's memo keeps the trail of the first
+  evaluation, and the order of evaluation differs), and the full scan reports
+  more unresolved guards, since it reads guards the pre-filtered scan never
+  needs: every diagnostic of the pre-filtered scan is among them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import realtrees
+
+from guardscan.results import ScanResult
+from guardscan.scan import ScanOptions, analyse
+
+
+def _scan(tree: Any, **options: Any) -> ScanResult:
+    return analyse(ScanOptions(target=str(tree.root / tree.package), kernels=False,
+                               offline=True, **options)).result
+
+
+def _json(result: ScanResult) -> str:
+    return json.dumps(result.to_json(), indent=2, sort_keys=True)
+
+
+def _decisions(result: ScanResult) -> dict[tuple[str, str, str], object]:
+    """Each cell's verdict, conditions, deciding fact and non-definition evidence."""
+    return {(v.option, v.choice, v.arch): (
+        v.verdict, v.conditions, v.platform,
+        (v.evidence[-1].path, v.evidence[-1].line, v.evidence[-1].role) if v.evidence else None,
+        [(e.path, e.line, e.role) for e in v.evidence if e.role != "guard"])
+        for v in result.backends}
+
+
+@pytest.mark.parametrize("fixture", ["sglang_059", "sglang_0523"])
+def test_same_verdicts_with_and_without_cache_and_prefilter(
+        fixture: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    tree = request.getfixturevalue(fixture)
+    shared = realtrees.shared_cache_dir()
+    # no cache at all (--no-cache): every file parsed and analysed in this run
+    reference = _scan(tree, cache_dir=tmp_path / "unused", use_cache=False)
+    assert not (tmp_path / "unused").exists()
+    text = _json(reference)
+    assert '"verdict": "blocked"' in text  # a scan that found something
+    # with the cache: facts from it (the result stored), then the whole result
+    assert _json(_scan(tree, cache_dir=shared)) == text
+    assert _json(_scan(tree, cache_dir=shared)) == text
+    # no text pre-filter: every file is a candidate (facts from the shared cache)
+    full = _scan(tree, cache_dir=shared, full=True, prefilter=False)
+    assert _decisions(full) == _decisions(reference)
+    assert full.notes == reference.notes
+    assert set(reference.diagnostics) <= set(full.diagnostics)
