@@ -8,7 +8,7 @@ judged there. A name the library does not define is reported, never guessed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from guardscan.arch import Arch
 from guardscan.index import Index
@@ -70,13 +70,14 @@ class LibraryJudge(KernelJudge):
                 # to the state a scan without the cache would be in by now
                 self._replayed = True
                 for (target, backend, old_arch), _ in answers.asked:
-                    self._compute(target, backend, old_arch)  # type: ignore[arg-type]
+                    self._compute(str(target), backend if isinstance(backend, str) else None,
+                                  cast(Arch, old_arch))
             value, chain, resolved = self._compute(call.target, call.backend, arch)
             if answers is not None:
                 answers.record(key, (value, list(chain), resolved))
         if not resolved:
             self.unresolved.setdefault(call.target, (call.rel, call.line))
-        self._memo[key] = (value, list(chain))  # type: ignore[arg-type]
+        self._memo[key] = (value, list(chain))
         return self._memo[key]
 
     def _compute(self, target: str, backend: str | None, arch: Arch,

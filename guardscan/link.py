@@ -38,6 +38,7 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from guardscan.index import Index
 from guardscan.index.facts import CallFact, FileFacts
@@ -170,7 +171,7 @@ class _Linker:
         self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
-        self._scoped: dict[tuple[str, str], dict[str, list]] = {}
+        self._scoped: dict[tuple[str, str], dict[str, list[Any]]] = {}
         #: (rel, class) -> {method: condition under which the method's config builds it}
         self.quant_context: dict[tuple[str, str], dict[str, Predicate]] = {}
         self.quant_dirs: set[str] = set()
@@ -249,7 +250,7 @@ class _Linker:
                     hops.append(Hop(trel, tline, "definition", "what the guard means"))
         return hops
 
-    def _by_scope(self, facts: FileFacts, kind: str) -> dict[str, list]:
+    def _by_scope(self, facts: FileFacts, kind: str) -> dict[str, list[Any]]:
         """One kind of a file's facts (``calls``, ``raises``...) by scope, in file order."""
         key = (facts.rel, kind)
         table = self._scoped.get(key)

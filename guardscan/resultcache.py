@@ -21,7 +21,8 @@ from pathlib import Path
 
 from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, Index
-from guardscan.results import ScanResult
+from guardscan.predicate import Tri
+from guardscan.results import Evidence, ScanResult
 
 __all__ = ["KernelAnswers", "ResultCache"]
 
@@ -131,8 +132,10 @@ class ResultCache:
             pass
 
 
-#: ((call target, backend, arch), (support, evidence chain, target resolved))
-KernelAnswer = tuple[tuple[object, ...], tuple[object, list[object], bool]]
+#: (support, evidence chain, whether the library defines the called name)
+Answer = tuple[Tri, list[Evidence], bool]
+#: ((call target, backend, arch), answer)
+KernelAnswer = tuple[tuple[object, ...], Answer]
 
 
 class KernelAnswers:
@@ -171,7 +174,7 @@ class KernelAnswers:
         self.asked: list[KernelAnswer] = []
         self.diverged = False
 
-    def next(self, key: tuple[object, ...]) -> tuple[object, list[object], bool] | None:
+    def next(self, key: tuple[object, ...]) -> Answer | None:
         """The stored answer, if ``key`` is the question the last scan asked next."""
         at = len(self.asked)
         if not self.diverged and at < len(self.stored) and self.stored[at][0] == key:
@@ -180,7 +183,7 @@ class KernelAnswers:
         self.diverged = True
         return None
 
-    def record(self, key: tuple[object, ...], answer: tuple[object, list[object], bool]) -> None:
+    def record(self, key: tuple[object, ...], answer: Answer) -> None:
         self.asked.append((key, answer))
 
     def store(self) -> None:

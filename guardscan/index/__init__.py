@@ -14,6 +14,7 @@ import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
@@ -232,7 +233,7 @@ def trie_pattern(needles: Iterable[bytes]) -> bytes:
     that extends a shorter one is dropped: the shorter one already matches.
     """
     end = b""  # marks "a needle ends here"; real edges are single bytes
-    root: dict[bytes, dict] = {}
+    root: dict[bytes, Any] = {}  # a trie: byte -> subtrie
     for needle in sorted(set(needles)):
         node = root
         for index in range(len(needle)):
@@ -243,7 +244,7 @@ def trie_pattern(needles: Iterable[bytes]) -> bytes:
             node.clear()
             node[end] = {}
 
-    def emit(node: dict[bytes, dict]) -> bytes:
+    def emit(node: dict[bytes, Any]) -> bytes:
         if end in node:
             return b""
         branches = []

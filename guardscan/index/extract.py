@@ -16,6 +16,7 @@ import warnings
 from collections import deque
 from collections.abc import Iterable
 from itertools import accumulate
+from typing import cast
 
 from guardscan.index.facts import (
     AssertFact,
@@ -98,7 +99,7 @@ def _calls_within(root: ast.AST) -> list[ast.Call]:
     """The ``Call`` nodes under ``root``, in ``ast.walk`` order (breadth first),
     by a walk that skips the generic field iteration of ``ast.iter_child_nodes``
     (the largest cost of extraction, measured)."""
-    found = []
+    found: list[ast.Call] = []
     fields = _CHILD_FIELDS
     todo = deque((root,))
     pop, push, push_all = todo.popleft, todo.append, todo.extend
@@ -107,7 +108,7 @@ def _calls_within(root: ast.AST) -> list[ast.Call]:
         node = pop()
         kind = type(node)
         if kind is call:
-            found.append(node)
+            found.append(cast(ast.Call, node))
         for name in fields[kind]:
             child = getattr(node, name, None)
             if child is None:
