@@ -36,16 +36,16 @@ class Index:
     """Facts of one tree, keyed by relative path and by module name."""
 
     def __init__(self, tree: SourceTree, cache_dir: Path | None = None,
-                 keep_text: bool = True, prefilter: bool = True) -> None:
+                 prefilter: bool = True) -> None:
         self.tree = tree
         #: False: every text pre-filter answers "every file" (to prove it changes
         #: no verdict; far slower)
         self.prefilter = prefilter
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
         self.outcomes: dict[str, FileOutcome] = {}
-        #: raw bytes kept between reads (``keep_text``), so repeated whole-tree
-        #: pre-filters do not re-read the tree; ``release_text`` drops them
-        self.keep_text = keep_text
+        #: raw bytes are kept between reads, so repeated whole-tree pre-filters
+        #: do not re-read the tree, until ``release_text``
+        self.keep_text = True
         self._data: dict[str, bytes | None] = {}
         #: sha256 of each file's bytes as first read (for the result cache)
         self._digests: dict[str, str] = {}
