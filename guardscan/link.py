@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guardscan.index import Index
-from guardscan.index.facts import CallFact, FileFacts
+from guardscan.index.facts import CallFact
+from guardscan.index.observe import FactsView
 from guardscan.predicate import (
     Const,
     Device,
@@ -179,7 +180,7 @@ class _Linker:
         self.kernel_packages: set[str] = {"flashinfer"}
 
     # -- conditions ------------------------------------------------------------------
-    def cond(self, facts: FileFacts, signed: int, scope: str) -> Predicate:
+    def cond(self, facts: FactsView, signed: int, scope: str) -> Predicate:
         key = (facts.rel, abs(signed))
         pred = self._cond_memo.get(key)
         if pred is None:
@@ -190,7 +191,7 @@ class _Linker:
             self._trail_memo[key] = resolved.trail
         return pred if signed > 0 else neg(pred)
 
-    def path(self, facts: FileFacts, path: tuple[int, ...], scope: str) -> Predicate:
+    def path(self, facts: FactsView, path: tuple[int, ...], scope: str) -> Predicate:
         """The condition of a path.
 
         In an ``if/elif`` chain that dispatches on an option, an earlier branch
@@ -209,7 +210,7 @@ class _Linker:
             parts.append(pred)
         return conj(*parts)
 
-    def _extension_point(self, facts: FileFacts, path: tuple[int, ...], position: int,
+    def _extension_point(self, facts: FactsView, path: tuple[int, ...], position: int,
                          scope: str, pred: Predicate) -> bool:
         if not all(isinstance(a, Unknown) for a in atoms(pred)):
             return False
@@ -221,7 +222,7 @@ class _Linker:
                 return bool(_option_atoms(self.cond(facts, later, scope)))
         return False
 
-    def guard_hops(self, facts: FileFacts, path: tuple[int, ...], scope: str,
+    def guard_hops(self, facts: FactsView, path: tuple[int, ...], scope: str,
                    line: int = 0) -> list[Hop]:
         """Device guards on the path (and, for an assert at ``line``, its test),
         each followed by the definition lines that give it meaning."""
@@ -250,22 +251,24 @@ class _Linker:
                     hops.append(Hop(trel, tline, "definition", "what the guard means"))
         return hops
 
-    def _by_scope(self, facts: FileFacts, kind: str) -> dict[str, list[Any]]:
-        """One kind of a file's facts (``calls``, ``raises``...) by scope, in file order."""
+    def _by_scope(self, facts: FactsView, kind: str, scope: str) -> list[Any]:
+        """One kind of a file's facts (``calls``, ``raises``...) directly in
+        ``scope``, in file order."""
+        facts.note("scope", scope)
         key = (facts.rel, kind)
         table = self._scoped.get(key)
         if table is None:
             table = self._scoped[key] = {}
-            for fact in getattr(facts, kind):
+            for fact in getattr(facts.unobserved, kind):
                 table.setdefault(fact.scope, []).append(fact)
-        return table
+        return table.get(scope, [])
 
-    def failure_conditions(self, facts: FileFacts, scope_filter: str | None = None,
+    def failure_conditions(self, facts: FactsView, scope_filter: str | None = None,
                            ) -> Iterable[tuple[str, int, str, Predicate, tuple[int, ...]]]:
         """(scope, line, text, condition, path) for every raise and assert."""
         raises, asserts = (facts.raises, facts.asserts) if scope_filter is None else (
-            self._by_scope(facts, "raises").get(scope_filter, ()),
-            self._by_scope(facts, "asserts").get(scope_filter, ()))
+            self._by_scope(facts, "raises", scope_filter),
+            self._by_scope(facts, "asserts", scope_filter))
         for fact in raises:
             yield fact.scope, fact.line, f"raise {fact.exc}", self.path(facts, fact.path,
                                                                          fact.scope), fact.path
@@ -296,7 +299,7 @@ class _Linker:
         return Const(True)
 
     def scan_file(self, rel: str) -> None:
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         for scope, line, text, cond, path in self.failure_conditions(facts):
@@ -315,7 +318,7 @@ class _Linker:
                                                    text=text))
         self.scan_defaults(facts)
 
-    def scan_defaults(self, facts: FileFacts) -> None:
+    def scan_defaults(self, facts: FactsView) -> None:
         for assign in facts.assigns:
             for target in assign.targets:
                 dest = target.rsplit(".", 1)[-1]
@@ -327,7 +330,7 @@ class _Linker:
                 if name in self.dests:
                     self._default(facts, call.scope, call.line, call.path, name, value)
 
-    def _default(self, facts: FileFacts, scope: str, line: int, path: tuple[int, ...],
+    def _default(self, facts: FactsView, scope: str, line: int, path: tuple[int, ...],
                  dest: str, value_text: str) -> None:
         node = parse_expr(value_text)
         if node is None:
@@ -356,7 +359,7 @@ class _Linker:
         ``@register_fused_func("none", "flashinfer_trtllm")`` registers for a
         pair: the region needs both values, and it is owned by the choice that is
         not its option's default (the runner, not ``--moe-a2a-backend none``)."""
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return []
         found = []
@@ -403,7 +406,7 @@ class _Linker:
     def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop,
                     region: Predicate | None = None, owned: bool = True) -> None:
         """Gates inside a registered function, and what it calls."""
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         region = region if region is not None else OptionIs(dest, frozenset({choice}))
@@ -419,7 +422,7 @@ class _Linker:
 
     def follow_region_calls(self, rel: str) -> None:
         """Calls whose path holds an option test: follow them into their callees."""
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         for call in facts.calls:
@@ -437,16 +440,16 @@ class _Linker:
                     link = Hop(rel, facts.cond(signed).line, "link", atom.describe())
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
 
-    def follow_calls(self, facts: FileFacts, scope: str, dest: str, region: Predicate,
+    def follow_calls(self, facts: FactsView, scope: str, dest: str, region: Predicate,
                      hops: tuple[Hop, ...], depth: int, include_nested: bool,
                      owned: bool = False) -> None:
-        calls = [c for c in facts.calls if c.scope == scope or c.scope.startswith(scope + ".")] \
-            if include_nested else self._by_scope(facts, "calls").get(scope, ())
+        calls = facts.in_tree("calls", scope) if include_nested \
+            else self._by_scope(facts, "calls", scope)
         for call in calls:
             cond = conj(region, self.path(facts, call.path, call.scope))
             self._follow_one(facts, call, dest, cond, hops, depth, owned)
         # function-local imports of modules: their module-level gates apply
-        for imp in self._by_scope(facts, "imports").get(scope, ()):
+        for imp in self._by_scope(facts, "imports", scope):
             module = f"{imp.module}.{imp.name}" if imp.name else imp.module
             if module in self.index.by_module:
                 self._module_gates(module, dest, conj(region, self.path(facts, imp.path, scope)),
@@ -459,7 +462,7 @@ class _Linker:
             return
         self._followed.add(key)
         rel = self.index.by_module[module]
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         for scope, line, text, cond, path in self.failure_conditions(facts, ""):
@@ -468,7 +471,7 @@ class _Linker:
                     "gate", rel, line, conj(region, cond),
                     (*hops, *self.guard_hops(facts, path, scope, line)), option=dest, text=text))
 
-    def _follow_one(self, facts: FileFacts, call: CallFact, dest: str, cond: Predicate,
+    def _follow_one(self, facts: FactsView, call: CallFact, dest: str, cond: Predicate,
                     hops: tuple[Hop, ...], depth: int, owned: bool = False) -> None:
         if depth <= 0 or cond == Const(False):
             return
@@ -489,9 +492,8 @@ class _Linker:
         if isinstance(callee, FuncV):
             target = (callee.rel, callee.qualname)
         elif isinstance(callee, ClassV):
-            cfacts = self.index.facts(callee.rel)
-            if cfacts is not None and any(f.qualname == f"{callee.qualname}.__init__"
-                                          for f in cfacts.functions):
+            cfacts = self.index.view(callee.rel)
+            if cfacts is not None and cfacts.function(f"{callee.qualname}.__init__"):
                 target = (callee.rel, f"{callee.qualname}.__init__")
         if target is None:
             return
@@ -499,7 +501,7 @@ class _Linker:
         if key in self._followed:
             return
         self._followed.add(key)
-        tfacts = self.index.facts(target[0])
+        tfacts = self.index.view(target[0])
         if tfacts is None:
             return
         for scope, line, text, gate, path in self.failure_conditions(tfacts, target[1]):
@@ -527,7 +529,7 @@ class _Linker:
         return found
 
     def scan_selects(self, dest: str, choice: str, rel: str) -> None:
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         raising_paths = {abs(s) for r in facts.raises for s in r.path}
@@ -551,7 +553,7 @@ class _Linker:
 
     def scan_module_kernel_calls(self, dest: str, choice: str, rel: str) -> None:
         """Calls into the kernel library from a module named for the choice."""
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         region = OptionIs(dest, frozenset({choice}))
@@ -570,7 +572,7 @@ class _Linker:
 
     def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
         """Names bound only under a device guard, used in the choice's module."""
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return
         bindings: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
@@ -632,7 +634,7 @@ class _Linker:
         methods = set(self.quantization.choices)
         threshold_methods = self._threshold_methods()
         for rel in self.index.grep([f'"{m}"' for m in sorted(methods)][:400]):
-            facts = self.index.facts(rel)
+            facts = self.index.view(rel)
             if facts is None or "quantization" not in rel:
                 continue
             for assign in facts.assigns:
@@ -676,7 +678,7 @@ class _Linker:
         ``if capability < quant_config.get_min_capability(): raise``."""
         found: dict[str, tuple[str, int, Predicate, str]] = {}
         for rel in self.index.grep(["capability"]):
-            facts = self.index.facts(rel)
+            facts = self.index.view(rel)
             if facts is None or "quantization" in rel and "loader" not in rel:
                 continue
             for fact in facts.raises:
@@ -699,14 +701,13 @@ class _Linker:
 
     def _class_method_constant(self, rel: str, cls: str, method: str,
                                ) -> tuple[int, str, int] | None:
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return None
-        for ret in facts.returns:
-            if ret.scope == f"{cls}.{method}":
-                node = parse_expr(ret.value)
-                if isinstance(node, ast.Constant) and isinstance(node.value, int):
-                    return node.value, rel, ret.line
+        for ret in facts.in_scope("returns", f"{cls}.{method}"):
+            node = parse_expr(ret.value)
+            if isinstance(node, ast.Constant) and isinstance(node.value, int):
+                return node.value, rel, ret.line
         return None
 
     def _classes_of(self, rel: str, cls: str) -> list[tuple[str, str, Predicate]]:
@@ -714,11 +715,11 @@ class _Linker:
         the condition it is built under. ``isinstance(layer, X)`` tests pick a
         class per layer kind and are taken as met; other conditions stay."""
         out: list[tuple[str, str, Predicate]] = [(rel, cls, Const(True))]
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return out
         found: dict[tuple[str, str], Predicate] = {}
-        for call in facts.calls:
+        for call in facts.in_tree("calls", cls):
             if not call.scope.startswith(cls + "."):
                 continue
             if call.func in ("isinstance", "issubclass", "type"):
@@ -792,7 +793,7 @@ def _fold_tautology(pred: Predicate) -> Predicate:
 _PER_LAYER = re.compile(r"\b(isinstance\(|layer|prefix)")
 
 
-def _literal_backend(vocab: Vocabulary, facts: FileFacts, call: CallFact) -> str | None:
+def _literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:
     """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
     for name, text in call.kwargs:
         if name == "backend":

@@ -1867,7 +1867,7 @@ def _find_argparse(index: Index, names: _Names, diagnostics: list[Diagnostic]) -
     (or ``--quantization``) as the call's first option strings."""
     out = []
     for rel in index.grep(_ARGPARSE_TOKENS, within=index.grep(["add_argument"])):
-        if not _ARGPARSE_TEXT.search(index.data(rel) or b""):
+        if not index.search(rel, _ARGPARSE_TEXT):
             continue
         facts = _facts_or_report(index, rel, diagnostics)
         if facts is None:
@@ -1889,10 +1889,11 @@ def _find_fields(index: Index, names: _Names, diagnostics: list[Diagnostic]) -> 
     bound by a module-level ``X = Annotated`` anywhere in the tree."""
     aliases = {b"Annotated", b"typing.Annotated"}
     for rel in index.grep(["Annotated"]):
-        for match in _ANNOTATED_ALIAS.finditer(index.data(rel) or b""):
-            aliases.add(match.group(1))
+        aliases.update(index.findall(rel, _ANNOTATED_ALIAS))
     field_tokens = [name + b": " + alias + b"["
                     for name in (b"_backend", b"quantization") for alias in sorted(aliases)]
+    field_text = re.compile(b"|".join([*(re.escape(t) for t in field_tokens),
+                                       _CLI_NAME_TEXT.pattern]))
     rules: dict[str, _CliNameRule] = {}
 
     def rule_for(module: str) -> _CliNameRule:
@@ -1902,9 +1903,7 @@ def _find_fields(index: Index, names: _Names, diagnostics: list[Diagnostic]) -> 
 
     out = []
     for rel in index.grep(_FIELD_TOKENS):
-        data = index.data(rel) or b""
-        if not (any(token in data for token in field_tokens)
-                or b"cli_name" in data and _CLI_NAME_TEXT.search(data)):
+        if not index.search(rel, field_text):
             continue
         facts = _facts_or_report(index, rel, diagnostics)
         if facts is None:
@@ -1959,8 +1958,9 @@ def _find_enums(index: Index, names: _Names, reader: _EnumReader,
         return []
     out = []
     for rel in index.grep(["Enum"]):
-        if not any(_overlaps(values, choice_sets)
-                   for values in _class_string_members(index.data(rel) or b"")):
+        member_sets = index.text_answer(rel, enum_member_sets)
+        assert isinstance(member_sets, tuple)
+        if not any(_overlaps(values, choice_sets) for values in member_sets):
             continue
         facts = _facts_or_report(index, rel, diagnostics)
         if facts is None:
@@ -1976,6 +1976,11 @@ def _find_enums(index: Index, names: _Names, reader: _EnumReader,
 
 def _overlaps(values: frozenset[str], choice_sets: Sequence[frozenset[str]]) -> bool:
     return any(len(values & c) >= MIN_ENUM_OVERLAP * len(values | c) for c in choice_sets)
+
+
+def enum_member_sets(data: bytes) -> tuple[frozenset[str], ...]:
+    """``_class_string_members``, as a value (for ``Index.text_answer``)."""
+    return tuple(_class_string_members(data))
 
 
 def _class_string_members(data: bytes) -> Iterator[frozenset[str]]:

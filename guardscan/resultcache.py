@@ -1,11 +1,15 @@
-"""A cache of whole scan results, valid while the files they depend on are unchanged.
+"""A cache of whole scan results, valid while what they read is unchanged.
 
-A scan depends on the facts of the files it parsed and on the answers of its
-whole-tree text pre-filters. On the next run every file is ``stat``-ed (no
-read); a file whose size or mtime changed is re-hashed; the cached result is
-reused when no parsed file changed and no pre-filter would answer differently
-for the changed files. The kernel library's tree must be unchanged altogether.
-Anything unreadable or corrupt in the cache is a miss, never an error.
+A scan depends on what it read of the files it parsed (recorded by the index
+as observations, see ``index.observe``), on the lines it showed as evidence,
+and on the answers of its text pre-filters. On the next run every file is
+``stat``-ed (no read); a file whose size or mtime changed is re-hashed. The
+cached result is reused when, for every changed file, no pre-filter answers
+differently, no line shown changed, and no observation of its facts can tell
+the old facts from the new (early cutoff: the scan would run exactly as
+before). The changed file is parsed for that, and nothing else is. The kernel
+library's tree must be unchanged altogether. Anything unreadable or corrupt
+in the cache is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ import os
 import pickle
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, Index
+from guardscan.index.extract import source_lines
+from guardscan.index.observe import unseen_change
 from guardscan.predicate import Tri
 from guardscan.results import Evidence, ScanResult
 
@@ -28,15 +36,38 @@ __all__ = ["KernelAnswers", "ResultCache"]
 
 Stat = tuple[int, int, int]  # size, mtime_ns, mode (chmod changes what can be read)
 
+#: Files modified less than this long before the tree was stat-ed are re-read
+#: next time ("racily clean", as git calls it): file systems stamp mtimes with
+#: a coarse clock, so a second same-size write can keep the first one's stat.
+RACY_NS = 2_000_000_000
+
 
 @dataclass
 class _Entry:
     stats: dict[str, Stat]
     hashes: dict[str, str]
+    #: files whose outcome (parsed facts, or why not) the scan holds
     used: frozenset[str]
-    greps: list[tuple[bytes, tuple[str, ...]]]
+    #: files of which the scan read anything but a pre-filter answer
+    read: frozenset[str]
+    greps: list[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]]]
     kernel_stats: dict[str, Stat] | None
     result: ScanResult
+    #: when ``stats`` were taken (time.time_ns)
+    stat_ns: int = 0
+    #: the same in the entry and its record of reads (concurrent scans)
+    token: str = ""
+
+
+@dataclass
+class _Reads:
+    """What the scan read, per file: kept beside the entry and loaded only
+    when a file it read has changed."""
+
+    seen: dict[str, frozenset[tuple[object, ...]]]
+    lines: dict[str, dict[int, str]]
+    fact_keys: dict[str, str]
+    token: str = ""
 
 
 @lru_cache(maxsize=1)
@@ -78,58 +109,153 @@ class ResultCache:
 
         digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
                                       key_parts)).encode())
+        self.cache_dir = cache_dir
         self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
+        self.reads_path = self.path.with_suffix(".reads.pickle")
+        #: why the last ``load`` missed, or how it hit (for progress and tests)
+        self.outcome = ""
+        #: the tree's stat before the scan read anything, and when it was taken
+        self.stats: dict[str, Stat] | None = None
+        self.stat_ns = 0
 
     def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
-        try:
-            with self.path.open("rb") as handle:
-                entry = pickle.load(handle)
-            if not isinstance(entry, _Entry):
-                return None
-        except Exception:
+        self.stat_ns = time.time_ns()
+        self.stats = _stat_tree(tree)
+        entry = _load(self.path, _Entry)
+        if entry is None:
+            self.outcome = "no stored result"
             return None
-        stats = _stat_tree(tree)
+        return self._check(entry, self.stats, tree, kernel_tree)
+
+    def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
+               kernel_tree: SourceTree | None) -> ScanResult | None:
         if set(stats) != set(entry.stats):
+            self.outcome = "files added or removed"
             return None
-        if kernel_tree is not None and _stat_tree(kernel_tree) != entry.kernel_stats:
+        if (kernel_tree is None) != (entry.kernel_stats is None) or (
+                kernel_tree is not None and _stat_tree(kernel_tree) != entry.kernel_stats):
+            self.outcome = "kernel library changed"
             return None
-        if (kernel_tree is None) != (entry.kernel_stats is None):
-            return None
-        changed = [rel for rel, st in stats.items() if st != entry.stats[rel]
-                   and _hash(tree, rel) != entry.hashes.get(rel)]
-        if any(rel in entry.used for rel in changed):
-            return None
-        for rel in changed:
+        # a file written just before the stat was taken may be written again in
+        # the same clock tick, leaving its stat unchanged: it is re-read
+        racy = entry.stat_ns - RACY_NS
+        moved = [rel for rel, st in stats.items()
+                 if st != entry.stats[rel] or st[1] >= racy]
+        new_data: dict[str, bytes] = {}
+        for rel in moved:
             try:
                 data = tree.path_of(rel).read_bytes()
             except OSError:
+                self.outcome = f"{rel} unreadable"
                 return None
-            for pattern, matches in entry.greps:
-                if bool(re.search(pattern, data)) != (rel in matches):
+            if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
+                new_data[rel] = data
+        for rel, data in new_data.items():
+            for pattern, within, matches in entry.greps:
+                if (within is None or rel in within) and \
+                        bool(re.search(pattern, data)) != (rel in matches):
+                    self.outcome = f"{rel}: a pre-filter answers differently"
                     return None
+        read = [rel for rel in new_data if rel in entry.used or rel in entry.read]
+        fact_keys: dict[str, str] = {}
+        reads: _Reads | None = None
+        if read:
+            reads = _load(self.reads_path, _Reads)
+            if reads is None or reads.token != entry.token:
+                self.outcome = "no record of what the last scan read"
+                return None
+            index = Index(tree, self.cache_dir)
+            for rel in read:
+                reason = self._unseen(index, reads, rel, new_data[rel], rel in entry.used)
+                if reason is not None:
+                    self.outcome = f"{rel}: {reason}"
+                    return None
+            fact_keys = {rel: index.fact_keys[rel] for rel in read if rel in index.fact_keys}
+        if moved:  # remember the new state, so the next run need not compare again
+            entry.stats = stats
+            entry.stat_ns = self.stat_ns
+            entry.hashes.update((rel, hashlib.sha256(data).hexdigest())
+                                for rel, data in new_data.items())
+            _store(self.path, entry)
+            if fact_keys and reads is not None:
+                reads.fact_keys.update(fact_keys)
+                _store(self.reads_path, reads)
+        self.outcome = (f"reused: the changes to {', '.join(sorted(new_data))} are not "
+                        "read by the scan") if new_data else "reused: nothing changed"
         return entry.result
+
+    def _unseen(self, index: Index, reads: _Reads, rel: str, data: bytes,
+                used: bool) -> str | None:
+        """None when nothing the last scan read of ``rel`` differs in ``data``."""
+        lines = reads.lines.get(rel)
+        if lines:
+            texts = source_lines(data)
+            for line, text in lines.items():
+                if (texts[line - 1].strip() if 0 < line <= len(texts) else "") != text:
+                    return f"line {line}, shown as evidence, changed"
+        seen = reads.seen.get(rel, frozenset())
+        if not used:
+            # read as text only (pre-filter answers, lines): facts never parsed
+            return unseen_change(None, None, seen, data)
+        key = reads.fact_keys.get(rel)
+        old = index.cached_outcome(key) if key is not None else None
+        if old is None:
+            return "its earlier facts are not cached"
+        return unseen_change(old, index.outcome_of(rel, data), seen, data)
 
     def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
         tree = index.tree
-        stats = _stat_tree(tree)
+        if self.stats is None:  # not loaded first: stat now
+            self.stat_ns, self.stats = time.time_ns(), _stat_tree(tree)
+        # the stat taken before the scan read anything: a file changed while the
+        # scan ran differs from it next time, and is compared
+        stats = self.stats
         used = frozenset(index.outcomes)
+        read = frozenset(rel for rel, seen in index.seen.items() if seen) | frozenset(
+            index.lines_read)
         entry = _Entry(
             stats=stats,
             # the pre-filter already read (and hashed) every file: don't re-read
             hashes={rel: index.digest(rel) or _hash(tree, rel) for rel in stats},
             used=used,
+            read=read,
             greps=list(index.grep_log),
             kernel_stats=_stat_tree(kernel_tree) if kernel_tree is not None else None,
             result=result,
+            stat_ns=self.stat_ns,
         )
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        token = os.urandom(8).hex()
+        entry.token = token
+        reads = _Reads(seen={rel: frozenset(seen) for rel, seen in index.seen.items() if seen},
+                       lines=dict(index.lines_read), fact_keys=dict(index.fact_keys),
+                       token=token)
+        # the record of reads first: an entry is never paired with an older one
+        if _store(self.reads_path, reads):
+            _store(self.path, entry)
+
+
+_T = TypeVar("_T")
+
+
+def _load(path: Path, kind: type[_T]) -> _T | None:
+    try:
+        with path.open("rb") as handle:
+            loaded = pickle.load(handle)
+    except Exception:  # noqa: BLE001 - missing or corrupt: a miss
+        return None
+    return loaded if isinstance(loaded, kind) else None
+
+
+def _store(path: Path, value: object) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 #: (support, evidence chain, whether the library defines the called name)

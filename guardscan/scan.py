@@ -55,6 +55,8 @@ class Analysis:
     result: ScanResult
     kernel_tree: SourceTree | None = None
     kernel_judge: KernelJudge | None = None
+    #: how the result cache answered ("" when not asked)
+    cache: str = ""
 
 
 def _say(opts: ScanOptions, message: str) -> None:
@@ -108,8 +110,10 @@ def _analyse(opts: ScanOptions) -> Analysis:
             tuple(opts.options or ()), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None))
         cached = results.load(tree, kernel_tree)
+        _say(opts, f"stored result: {results.outcome}")
         if cached is not None:
-            return Analysis(tree, None, None, None, None, cached, kernel_tree, None)
+            return Analysis(tree, None, None, None, None, cached, kernel_tree, None,
+                            results.outcome)
     index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
     catalog = build_catalog(index)
@@ -184,7 +188,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
         results.store(index, kernel_tree, result)
-    return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge)
+    return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
+                    results.outcome if results is not None else "")
 
 
 def scan(target: str | None = None, **kwargs: object) -> ScanResult:

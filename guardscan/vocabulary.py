@@ -25,7 +25,8 @@ from functools import lru_cache
 from typing import Union
 
 from guardscan.index import Index
-from guardscan.index.facts import AssignFact, FileFacts, FunctionFact, ReturnFact
+from guardscan.index.facts import AssignFact, FunctionFact, ReturnFact, target_names
+from guardscan.index.observe import STARS, FactsView
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -276,33 +277,41 @@ class Vocabulary:
         return Unknown(text)
 
     # -- name resolution ---------------------------------------------------------
-    def _module_table(self, rel: str) -> dict[str, list[object]]:
-        table = self._module_cache.get(rel)
-        if table is not None:
-            return table
-        facts = self.index.facts(rel)
-        table = {}
-        if facts is not None:
-            for assign in facts.assigns:
-                if assign.scope:
-                    continue
-                for target in assign.targets:
-                    for name in _target_names(target):
-                        table.setdefault(name, []).append(assign)
-            for func in facts.functions:
-                if not func.scope:
-                    table.setdefault(func.name, []).append(func)
-            for cls in facts.classes:
-                if not cls.scope:
-                    table.setdefault(cls.qualname, []).append(cls)
-            for imp in facts.imports:
-                if not imp.scope:
-                    table.setdefault(imp.local, []).append(imp)
+    def _module_entries(self, rel: str, name: str) -> list[object]:
+        """The module-level bindings of ``name`` in ``rel`` (assignments, then
+        functions, classes and imports, each in file order)."""
+        view = self.index.view(rel)
+        if view is None:
+            return []
+        view.note("name", name)
+        return self._module_table(rel, view).get(name, [])
+
+    def _module_table(self, rel: str, view: FactsView) -> dict[str, list[object]]:
+        cached = self._module_cache.get(rel)
+        if cached is not None:
+            return cached
+        facts = view.unobserved
+        table: dict[str, list[object]] = {}
+        for assign in facts.assigns:
+            if assign.scope:
+                continue
+            for target in assign.targets:
+                for name in target_names(target):
+                    table.setdefault(name, []).append(assign)
+        for func in facts.functions:
+            if not func.scope:
+                table.setdefault(func.name, []).append(func)
+        for cls in facts.classes:
+            if not cls.scope:
+                table.setdefault(cls.qualname, []).append(cls)
+        for imp in facts.imports:
+            if not imp.scope:
+                table.setdefault(imp.local, []).append(imp)
         self._module_cache[rel] = table
         return table
 
     def lookup(self, rel: str, scope: str, name: str, line: int) -> Value:
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return UnkV(f"{rel} not analysed")
         # local scopes, innermost first (class bodies do not enclose methods)
@@ -340,32 +349,34 @@ class Vocabulary:
         self._name_memo[key] = (value, tuple(self._trail[mark:]))
         return value
 
-    def _scope_assigns(self, rel: str, facts: FileFacts, scope: str,
+    def _scope_assigns(self, rel: str, facts: FactsView, scope: str,
                        ) -> dict[str, list[AssignFact]]:
+        facts.note("scope", scope)
         per_file = self._assign_index.get(rel)
         if per_file is None:
             per_file = {}
-            for assign in facts.assigns:
+            for assign in facts.unobserved.assigns:
                 if not assign.scope:
                     continue
                 table = per_file.setdefault(assign.scope, {})
                 for target in assign.targets:
-                    for target_name in _target_names(target):
+                    for target_name in target_names(target):
                         table.setdefault(target_name, []).append(assign)
             self._assign_index[rel] = per_file
         return per_file.get(scope, {})
 
-    def _scope_imports(self, rel: str, facts: FileFacts, scope: str) -> dict[str, list[object]]:
+    def _scope_imports(self, rel: str, facts: FactsView, scope: str) -> dict[str, list[object]]:
+        facts.note("scope", scope)
         per_file = self._import_index.get(rel)
         if per_file is None:
             per_file = {}
-            for imp in facts.imports:
+            for imp in facts.unobserved.imports:
                 if imp.scope:
                     per_file.setdefault(imp.scope, {}).setdefault(imp.local, []).append(imp)
             self._import_index[rel] = per_file
         return per_file.get(scope, {})
 
-    def _lookup_local(self, facts: FileFacts, rel: str, scope: str, name: str,
+    def _lookup_local(self, facts: FactsView, rel: str, scope: str, name: str,
                       line: int) -> Value | None:
         if not scope:
             return None
@@ -396,6 +407,8 @@ class Vocabulary:
                     return PredV(disj(*parts))
             return self._assign_value(facts, rel, best, name)
         by_qualname, by_scope = self._function_index(rel, facts)
+        facts.note("func", scope)  # its parameters
+        facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
             return UnkV(f"parameter {name}")
         func = by_scope.get((scope, name))
@@ -403,30 +416,31 @@ class Vocabulary:
             return FuncV(rel, func.qualname)
         return None
 
-    def _returns_by_scope(self, rel: str, facts: FileFacts) -> dict[str, list[ReturnFact]]:
+    def _returns_by_scope(self, rel: str, facts: FactsView) -> dict[str, list[ReturnFact]]:
         """A file's return statements by function, in file order."""
         table = self._returns_of.get(rel)
         if table is None:
             table = self._returns_of[rel] = {}
-            for ret in facts.returns:
+            for ret in facts.unobserved.returns:
                 table.setdefault(ret.scope, []).append(ret)
         return table
 
-    def _function_index(self, rel: str, facts: FileFacts) -> tuple[
+    def _function_index(self, rel: str, facts: FactsView) -> tuple[
             dict[str, list[FunctionFact]], dict[tuple[str, str], FunctionFact]]:
         """A file's functions by qualified name (all of them, in order) and by
-        (enclosing scope, name) (the first), so lookups do not scan them all."""
+        (enclosing scope, name) (the first), so lookups do not scan them all.
+        Callers note what they look up."""
         index = self._functions_of.get(rel)
         if index is None:
             by_qualname: dict[str, list[FunctionFact]] = {}
             by_scope: dict[tuple[str, str], FunctionFact] = {}
-            for func in facts.functions:
+            for func in facts.unobserved.functions:
                 by_qualname.setdefault(func.qualname, []).append(func)
                 by_scope.setdefault((func.scope, func.name), func)
             index = self._functions_of[rel] = (by_qualname, by_scope)
         return index
 
-    def _reachable_on_nvidia(self, facts: FileFacts, rel: str, scope: str,
+    def _reachable_on_nvidia(self, facts: FactsView, rel: str, scope: str,
                              assign: AssignFact) -> bool:
         """False when the assignment's path needs a non-NVIDIA platform."""
         key = (rel, assign.line)
@@ -448,14 +462,15 @@ class Vocabulary:
         self._reach_memo[key] = result
         return result
 
-    def _lookup_module(self, facts: FileFacts, rel: str, name: str) -> Value:
-        entries = self._module_table(rel).get(name, [])
+    def _lookup_module(self, facts: FactsView, rel: str, name: str) -> Value:
+        entries = self._module_entries(rel, name)
         if not entries:
-            star = [i for i in facts.imports if i.local == "*" and not i.scope]
+            facts.note(*STARS)
+            star = [i for i in facts.unobserved.imports if i.local == "*" and not i.scope]
             for imp in star:
                 target = self.index.by_module.get(imp.module)
                 if target is not None and target != rel:
-                    if name in self._module_table(target) or self._star_has(target, name, 3):
+                    if self._module_entries(target, name) or self._star_has(target, name, 3):
                         return self.lookup(target, "", name, 10**9)
             if name in _BUILTINS:
                 return ExtV(f"builtins.{name}")
@@ -490,13 +505,14 @@ class Vocabulary:
     def _star_has(self, rel: str, name: str, depth: int) -> bool:
         if depth <= 0:
             return False
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return False
-        for imp in facts.imports:
+        facts.note(*STARS)
+        for imp in facts.unobserved.imports:
             if imp.local == "*" and not imp.scope:
                 target = self.index.by_module.get(imp.module)
-                if target and (name in self._module_table(target)
+                if target and (self._module_entries(target, name)
                                or self._star_has(target, name, depth - 1)):
                     return True
         return False
@@ -518,19 +534,19 @@ class Vocabulary:
             return ExtV(submodule)
         return self.lookup(target, "", name, 10**9)
 
-    def _assign_value(self, facts: FileFacts, rel: str, assign: AssignFact, name: str) -> Value:
+    def _assign_value(self, facts: FactsView, rel: str, assign: AssignFact, name: str) -> Value:
         self._trail.append((rel, assign.line))
         node = parse_expr(assign.value) if assign.value else None
         if node is None:
             return UnkV(f"{name} has no readable value")
         value = self.value_of(node, rel, assign.scope, assign.line, {})
         for target in assign.targets:
-            names = _target_names(target)
+            names = target_names(target)
             if name in names and len(names) > 1:
                 return _unpack(value, names.index(name))
         return value
 
-    def _path_pred(self, facts: FileFacts, rel: str, scope: str, path: tuple[int, ...],
+    def _path_pred(self, facts: FactsView, rel: str, scope: str, path: tuple[int, ...],
                    line: int, env: Mapping[str, Value] | None = None) -> Predicate:
         parts: list[Predicate] = []
         for signed in path:
@@ -560,9 +576,10 @@ class Vocabulary:
         return UnkV("not callable")
 
     def call_function(self, func: FuncV, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        facts = self.index.facts(func.rel)
+        facts = self.index.view(func.rel)
         if facts is None:
             return UnkV("function's file not analysed")
+        facts.note("func", func.qualname)
         defs = self._function_index(func.rel, facts)[0].get(func.qualname)
         if not defs:
             return UnkV(f"no definition of {func.qualname}")
@@ -600,8 +617,9 @@ class Vocabulary:
         self._func_memo[key] = (value, tuple(self._trail[mark:]))
         return value
 
-    def _interpret(self, facts: FileFacts, rel: str, fdef: FunctionFact,
+    def _interpret(self, facts: FactsView, rel: str, fdef: FunctionFact,
                    bindings: dict[str, Value]) -> Value:
+        facts.note("scope", fdef.qualname)
         returns = self._returns_by_scope(rel, facts).get(fdef.qualname, ())
         if not returns:
             return UnkV(f"{fdef.name}() returns nothing readable")
@@ -720,49 +738,49 @@ class Vocabulary:
         return UnkV(f"attribute .{attr}")
 
     def _class_attr(self, cls: ClassV, attr: str) -> Value:
-        facts = self.index.facts(cls.rel)
+        facts = self.index.view(cls.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        for func in facts.functions:
+        facts.note("cls", cls.qualname)
+        for func in facts.unobserved.functions:
             if func.cls == cls.qualname and func.name == attr:
                 return FuncV(cls.rel, func.qualname)
-        for assign in facts.assigns:
-            if assign.scope == cls.qualname and attr in assign.targets:
+        for assign in facts.in_scope("assigns", cls.qualname):
+            if attr in assign.targets:
                 return self._assign_value(facts, cls.rel, assign, attr)
         return UnkV(f"{cls.qualname}.{attr} not found")
 
     def _instance_attr(self, inst: InstanceV, attr: str, rel: str, line: int) -> Value:
         """Attributes of an instance: methods/properties, or a ``__getattr__``
         that reads a probe map ``{"is_sm100": "is_sm100_supported"}``."""
-        facts = self.index.facts(inst.rel)
+        facts = self.index.view(inst.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        for func in facts.functions:
+        facts.note("cls", inst.qualname)
+        for func in facts.unobserved.functions:
             if func.cls == inst.qualname and func.name == attr:
                 if any(d.endswith("property") for d, _ in func.decorators):
                     return self.call_function(FuncV(inst.rel, func.qualname), [], {})
                 return FuncV(inst.rel, func.qualname)
-        getattr_def = next((f for f in facts.functions
+        getattr_def = next((f for f in facts.unobserved.functions
                             if f.cls == inst.qualname and f.name == "__getattr__"), None)
         if getattr_def is None:
             return UnkV(f"{inst.qualname}.{attr} not found")
         return self._probe_map_attr(facts, inst.rel, getattr_def, attr)
 
-    def _probe_map_attr(self, facts: FileFacts, rel: str, getattr_def: FunctionFact,
+    def _probe_map_attr(self, facts: FactsView, rel: str, getattr_def: FunctionFact,
                         attr: str) -> Value:
         # dicts of str -> str named in __getattr__, and the module the probe is read from
         scope = getattr_def.qualname
         names_used = set()
         module_of_probe: Value | None = None
-        for call in facts.calls:
-            if call.scope != scope:
-                continue
+        for call in facts.in_scope("calls", scope):
             if call.func.endswith(".get") and "." in call.func:
                 names_used.add(call.func.rsplit(".", 1)[0])
             if call.func == "getattr" and len(call.args) >= 2:
                 module_of_probe = self.lookup(rel, scope, call.args[0], call.line + 1)
         for name in sorted(names_used):
-            table = self._module_table(rel).get(name, [])
+            table = self._module_entries(rel, name)
             for entry in table:
                 if not isinstance(entry, AssignFact):
                     continue
@@ -980,15 +998,14 @@ class Vocabulary:
         if depth <= 0:
             return None
         enums = {e for m in self.options.enum_predicates.values() for e, _, _ in m}
-        facts = self.index.facts(rel)
+        facts = self.index.view(rel)
         if facts is None:
             return None
         if isinstance(node, ast.Call):
             callee = self.value_of(node.func, rel, scope, line, {})
             if isinstance(callee, FuncV):
-                cfacts = self.index.facts(callee.rel)
-                fdef = next((f for f in (cfacts.functions if cfacts else ())
-                             if f.qualname == callee.qualname), None)
+                cfacts = self.index.view(callee.rel)
+                fdef = cfacts.function(callee.qualname) if cfacts else None
                 if fdef is not None:
                     return self._annotation_enum(fdef.returns, callee.rel, enums, 3)
             if isinstance(callee, ClassV):
@@ -997,12 +1014,12 @@ class Vocabulary:
             return None
         if isinstance(node, ast.Name):
             for sc in _enclosing_scopes(scope, facts):
-                fdef = next((f for f in facts.functions if f.qualname == sc), None)
+                fdef = facts.function(sc)
                 if fdef is not None:
                     for pname, annotation in fdef.annotations:
                         if pname == node.id:
                             return self._annotation_enum(annotation, rel, enums, 3)
-                assigns = [a for a in facts.assigns if a.scope == sc and a.line < line
+                assigns = [a for a in facts.in_scope("assigns", sc) if a.line < line
                            and node.id in a.targets]
                 if assigns:
                     last = max(assigns, key=lambda a: a.line)
@@ -1012,8 +1029,9 @@ class Vocabulary:
             return None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                 node.value.id == "self":
-            cls = next((f.cls for f in facts.functions if f.qualname == scope), "")
-            for assign in facts.assigns:
+            fdef = facts.function(scope)
+            cls = fdef.cls if fdef is not None else ""
+            for assign in facts.in_tree("assigns", cls) if cls else ():
                 if assign.scope.startswith(cls + ".") and f"self.{node.attr}" in assign.targets:
                     value = parse_expr(assign.value)
                     if value is not None:
@@ -1038,7 +1056,7 @@ class Vocabulary:
             if name in enums:
                 found.append(name)
                 continue
-            for entry in self._module_table(rel).get(name, []):
+            for entry in self._module_entries(rel, name):
                 if isinstance(entry, AssignFact):
                     inner = self._annotation_enum(entry.value, rel, enums, depth - 1)
                     if inner:
@@ -1046,8 +1064,8 @@ class Vocabulary:
                 elif hasattr(entry, "module") and getattr(entry, "name", None):
                     target = self.index.by_module.get(entry.module)  # type: ignore[attr-defined]
                     if target is not None:
-                        for tentry in self._module_table(target).get(
-                                entry.name, []):  # type: ignore[attr-defined]
+                        for tentry in self._module_entries(
+                                target, entry.name):  # type: ignore[attr-defined]
                             if isinstance(tentry, AssignFact):
                                 inner = self._annotation_enum(tentry.value, target, enums,
                                                               depth - 1)
@@ -1301,19 +1319,11 @@ def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return any(-i in b for i in a)
 
 
-def _target_names(target: str) -> list[str]:
-    text = target.strip().strip("()[]")
-    if "," in text:
-        return [t.strip().strip("()[]*") for t in text.split(",") if t.strip()]
-    return [text]
-
-
-def _enclosing_scopes(scope: str, facts: FileFacts) -> list[str]:
+def _enclosing_scopes(scope: str, facts: FactsView) -> list[str]:
     scopes = []
-    classes = {c.qualname for c in facts.classes}
     current = scope
     while current:
-        if current not in classes:
+        if not facts.has_class(current):
             scopes.append(current)
         current = current.rpartition(".")[0]
     return scopes

@@ -12,13 +12,14 @@ import os
 import pickle
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any
 
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
+from guardscan.index.observe import ALL, DATA, FactsView, Seen
 
 __all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
 
@@ -52,14 +53,47 @@ class Index:
         #: analysed files whose facts ``drop_facts`` let go of
         self._dropped: set[str] = set()
         self._lines: dict[str, list[str]] = {}
-        #: whole-tree pre-filter queries and their answers (for the result cache)
-        self.grep_log: list[tuple[bytes, tuple[str, ...]]] = []
+        #: pre-filter queries (pattern, the files asked: None for all) and their
+        #: answers (for the result cache)
+        self.grep_log: list[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]]] = []
+        #: what the scan read of each file's facts (see ``observe``)
+        self.seen: dict[str, Seen] = {}
+        #: the text of every line shown as evidence, by file and line number
+        self.lines_read: dict[str, dict[int, str]] = {}
+        #: each analysed file's key in the facts cache
+        self.fact_keys: dict[str, str] = {}
+        self._views: dict[str, FactsView] = {}
         self.by_module: dict[str, str] = {}
         for rel in tree.files:
             self.by_module[tree.module_name(rel)] = rel
 
     # -- raw text ------------------------------------------------------------------
     def data(self, rel: str) -> bytes | None:
+        """The file's bytes; a reader of them may see any change."""
+        self.seen.setdefault(rel, set()).add(DATA)
+        return self._read(rel)
+
+    def search(self, rel: str, pattern: re.Pattern[bytes]) -> bool:
+        """Whether the file's bytes match ``pattern`` (seen again on change)."""
+        found = bool(pattern.search(self._read(rel) or b""))
+        self.seen.setdefault(rel, set()).add(("re", pattern.pattern, pattern.flags, found))
+        return found
+
+    def findall(self, rel: str, pattern: re.Pattern[bytes]) -> tuple[Any, ...]:
+        """``pattern.findall`` of the file's bytes (seen again on change)."""
+        found = tuple(pattern.findall(self._read(rel) or b""))
+        self.seen.setdefault(rel, set()).add(("findall", pattern.pattern, pattern.flags, found))
+        return found
+
+    def text_answer(self, rel: str, reader: Callable[[bytes], Hashable]) -> Hashable:
+        """``reader`` of the file's bytes; ``reader`` is a module-level function
+        of guardscan, asked again of the new bytes when the file changes."""
+        found = reader(self._read(rel) or b"")
+        self.seen.setdefault(rel, set()).add(
+            ("reader", reader.__module__, reader.__qualname__, found))
+        return found
+
+    def _read(self, rel: str) -> bytes | None:
         if rel in self._data:
             return self._data[rel]
         data: bytes | None = None
@@ -90,6 +124,7 @@ class Index:
             if outcome.facts is not None:
                 self.outcomes[rel] = FileOutcome(rel, outcome.status)
                 self._dropped.add(rel)
+        self._views.clear()
 
     def release_text(self) -> None:
         """Stop keeping raw bytes (they are read again from disk when needed)."""
@@ -99,13 +134,13 @@ class Index:
     def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes match the regular expression ``pattern``."""
         regex = re.compile(pattern)
+        asked = tuple(within) if within is not None else None
         found = []
-        for rel in within if within is not None else self.tree.files:
-            data = self.data(rel)
+        for rel in asked if asked is not None else self.tree.files:
+            data = self._read(rel)
             if data is not None and (not self.prefilter or regex.search(data)):
                 found.append(rel)
-        if within is None:
-            self.grep_log.append((pattern, tuple(found)))
+        self.grep_log.append((pattern, asked, tuple(found)))
         return found
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
@@ -117,21 +152,40 @@ class Index:
 
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:
+        """How the file was read, and all its facts (any change is seen)."""
+        self.seen.setdefault(rel, set()).add(ALL)
+        return self._outcome(rel)
+
+    def _outcome(self, rel: str) -> FileOutcome:
         if rel in self.outcomes and rel not in self._dropped:
             return self.outcomes[rel]
         self._dropped.discard(rel)
-        data = self.data(rel)
+        data = self._read(rel)
         if data is None:
             return self.outcomes[rel]
-        module = self.tree.module_name(rel)
-        is_package = rel.endswith("__init__.py")
-        key = self._key(rel, data)
+        outcome = self.outcomes[rel] = self._parse(rel, data)
+        return outcome
+
+    def _parse(self, rel: str, data: bytes) -> FileOutcome:
+        """Facts of ``data`` as the file ``rel``, from the cache or parsed (and cached)."""
+        key = self.fact_keys[rel] = self._key(rel, data)
         outcome = self._cache_load(key)
         if outcome is None:
-            outcome = index_source(data, rel, module, is_package)
+            outcome = index_source(data, rel, self.tree.module_name(rel),
+                                   rel.endswith("__init__.py"))
             self._cache_store(key, outcome)
-        self.outcomes[rel] = outcome
         return outcome
+
+    def outcome_of(self, rel: str, data: bytes) -> FileOutcome:
+        """What reading ``data`` as the file ``rel`` gives (for the result
+        cache's comparison; the index itself is not changed)."""
+        if len(data) > MAX_FILE_BYTES:
+            return FileOutcome(rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
+        return self._parse(rel, data)
+
+    def cached_outcome(self, key: str) -> FileOutcome | None:
+        """The cached outcome with facts-cache key ``key``, if any."""
+        return self._cache_load(key)
 
     def prefetch(self, rels: Iterable[str], workers: int | None = None) -> None:
         """Parse the files among ``rels`` that are neither indexed nor cached, on
@@ -141,10 +195,10 @@ class Index:
         for rel in rels:
             if rel in self.outcomes and rel not in self._dropped:
                 continue
-            data = self.data(rel)
+            data = self._read(rel)
             if data is None:
                 continue
-            key = self._key(rel, data)
+            key = self.fact_keys[rel] = self._key(rel, data)
             cached = self._cache_load(key)
             if cached is not None:
                 self.outcomes[rel] = cached
@@ -172,7 +226,19 @@ class Index:
         return hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
 
     def facts(self, rel: str) -> FileFacts | None:
+        """All of a file's facts (any change to them is seen: prefer ``view``)."""
         return self.outcome(rel).facts
+
+    def view(self, rel: str) -> FactsView | None:
+        """A file's facts through a view that records what is read of them."""
+        view = self._views.get(rel)
+        if view is None:
+            facts = self._outcome(rel).facts
+            if facts is None:
+                self.seen.setdefault(rel, set())
+                return None
+            view = self._views[rel] = FactsView(facts, self.seen.setdefault(rel, set()))
+        return view
 
     def module(self, name: str) -> FileFacts | None:
         rel = self.by_module.get(name)
@@ -185,12 +251,12 @@ class Index:
         """The stripped text of one line (for evidence)."""
         lines = self._lines.get(rel)
         if lines is None:
-            data = self.data(rel)
+            data = self._read(rel)
             lines = source_lines(data) if data is not None else []
             self._lines[rel] = lines
-        if line <= 0 or line > len(lines):
-            return ""
-        return lines[line - 1].strip()
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        self.lines_read.setdefault(rel, {})[line] = text
+        return text
 
     # -- cache -------------------------------------------------------------------------
     def _cache_path(self, key: str) -> Path | None:

@@ -35,6 +35,7 @@ __all__ = [
     "ReturnFact",
     "FileFacts",
     "FileOutcome",
+    "target_names",
 ]
 
 CondPath = tuple[int, ...]
@@ -151,3 +152,11 @@ class FileOutcome:
     facts: FileFacts | None = None
     reason: str = ""
     line: int = 0
+
+
+def target_names(target: str) -> list[str]:
+    """The names an assignment target binds (``a, b`` binds both)."""
+    text = target.strip().strip("()[]")
+    if "," in text:
+        return [t.strip().strip("()[]*") for t in text.split(",") if t.strip()]
+    return [text]

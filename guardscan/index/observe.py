@@ -1,0 +1,257 @@
+"""What a scan observed of each file's facts, and whether a change touches it.
+
+The analysis is a deterministic function of what it reads: if every read
+gives the same answer on changed files, the scan runs exactly as before and
+its result stands. This is the result cache's *early cutoff*: a change to a
+file that no read could see (a comment; a new function nobody looks up) costs
+a parse of that file instead of a new analysis.
+
+Reads are recorded as *observations*, one set per file:
+
+- ``ALL``: the file's facts, all of them (``Index.facts``: the safe default
+  for any reader that has not said more precisely what it reads);
+- ``("kind", k)``: every fact of one kind (``raises``, ``calls``...);
+- ``("scope", s)``: the facts (of any kind) directly in scope ``s``;
+- ``("tree", s)``: the facts in scope ``s`` or nested inside it;
+- ``("name", n)``: the module-level bindings of ``n``; ``NAMES``: of any name;
+- ``STARS``: the module's star imports;
+- ``("func", q)`` / ``("class", q)``: functions / classes with qualname ``q``;
+- ``("cls", c)``: functions whose enclosing class is ``c``;
+- ``("cond", i)``: branch test number ``i`` (and its scope);
+- ``DATA``: the raw bytes (any byte changed is seen);
+- ``("re", pattern, flags, found)``, ``("findall", ...)``, ``("reader",
+  module, function, answer)``: a question about the raw bytes and its answer
+  (asked again of changed bytes).
+
+Readers get a :class:`FactsView`, whose accessors record what they return;
+the few that build their own lookup tables from ``unobserved`` record each
+lookup themselves. Line texts shown as evidence and whole-tree pre-filters are
+checked separately (by the result cache).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from guardscan.index.facts import (
+    AssignFact,
+    ClassFact,
+    Cond,
+    FileFacts,
+    FileOutcome,
+    FunctionFact,
+    ImportFact,
+    target_names,
+)
+
+__all__ = ["ALL", "DATA", "KINDS", "NAMES", "STARS", "FactsView", "Seen", "unseen_change"]
+
+Seen = set[tuple[Any, ...]]
+
+ALL: tuple[str] = ("all",)
+DATA: tuple[str] = ("data",)
+NAMES: tuple[str] = ("names",)
+STARS: tuple[str] = ("stars",)
+
+#: The per-statement fact kinds of ``FileFacts`` (``conds`` are read by number).
+KINDS = ("imports", "functions", "classes", "assigns", "calls", "raises", "asserts", "returns")
+
+
+class FactsView:
+    """One file's facts, recording what is read of them into ``seen``."""
+
+    __slots__ = ("module", "rel", "seen", "unobserved")
+
+    def __init__(self, facts: FileFacts, seen: Seen) -> None:
+        #: the facts themselves, for building lookup tables: whoever reads
+        #: through this records each lookup with :meth:`note`
+        self.unobserved = facts
+        self.seen = seen
+        self.rel = facts.rel
+        self.module = facts.module
+
+    def note(self, *key: Any) -> None:
+        self.seen.add(key)
+
+    def kind(self, name: str) -> tuple[Any, ...]:
+        """Every fact of one kind."""
+        self.seen.add(("kind", name))
+        return getattr(self.unobserved, name)  # type: ignore[no-any-return]
+
+    @property
+    def raises(self) -> tuple[Any, ...]:
+        return self.kind("raises")
+
+    @property
+    def asserts(self) -> tuple[Any, ...]:
+        return self.kind("asserts")
+
+    @property
+    def calls(self) -> tuple[Any, ...]:
+        return self.kind("calls")
+
+    @property
+    def assigns(self) -> tuple[Any, ...]:
+        return self.kind("assigns")
+
+    @property
+    def functions(self) -> tuple[Any, ...]:
+        return self.kind("functions")
+
+    @property
+    def classes(self) -> tuple[Any, ...]:
+        return self.kind("classes")
+
+    @property
+    def imports(self) -> tuple[Any, ...]:
+        return self.kind("imports")
+
+    @property
+    def returns(self) -> tuple[Any, ...]:
+        return self.kind("returns")
+
+    @property
+    def conds(self) -> tuple[Cond, ...]:
+        self.seen.add(ALL)  # every branch test, by number: rare, read as all
+        return self.unobserved.conds
+
+    @property
+    def cond_scope(self) -> tuple[str, ...]:
+        self.seen.add(ALL)
+        return self.unobserved.cond_scope
+
+    def cond(self, signed: int) -> Cond:
+        self.seen.add(("cond", abs(signed)))
+        return self.unobserved.cond(signed)
+
+    def function(self, qualname: str) -> FunctionFact | None:
+        """The first function defined with this qualified name."""
+        self.seen.add(("func", qualname))
+        return next((f for f in self.unobserved.functions if f.qualname == qualname), None)
+
+    def has_class(self, qualname: str) -> bool:
+        self.seen.add(("class", qualname))
+        return any(c.qualname == qualname for c in self.unobserved.classes)
+
+    def in_scope(self, kind: str, scope: str) -> list[Any]:
+        """Facts of one kind directly in ``scope``, in file order."""
+        self.seen.add(("scope", scope))
+        return [f for f in getattr(self.unobserved, kind) if f.scope == scope]
+
+    def in_tree(self, kind: str, scope: str) -> list[Any]:
+        """Facts of one kind in ``scope`` or nested inside it, in file order."""
+        self.seen.add(("tree", scope))
+        prefix = scope + "."
+        return [f for f in getattr(self.unobserved, kind)
+                if f.scope == scope or f.scope.startswith(prefix)]
+
+
+def _keys_of(fact: Any, kind: str) -> Iterable[tuple[Any, ...]]:
+    """Every observation that would have seen ``fact``."""
+    yield ("kind", kind)
+    scope: str = fact.scope
+    yield ("scope", scope)
+    current = scope
+    while True:
+        yield ("tree", current)
+        if not current:
+            break
+        current = current.rpartition(".")[0]
+    if isinstance(fact, FunctionFact):
+        yield ("func", fact.qualname)
+        yield ("cls", fact.cls)
+    elif isinstance(fact, ClassFact):
+        yield ("class", fact.qualname)
+    if scope:
+        return
+    yield NAMES
+    if isinstance(fact, AssignFact):
+        for target in fact.targets:
+            for name in target_names(target):
+                yield ("name", name)
+    elif isinstance(fact, FunctionFact):
+        yield ("name", fact.name)
+    elif isinstance(fact, ClassFact):
+        yield ("name", fact.qualname)
+    elif isinstance(fact, ImportFact):
+        yield ("name", fact.local)
+        if fact.local == "*":
+            yield STARS
+
+
+def unseen_change(old: FileOutcome | None, new: FileOutcome | None, seen: Seen | frozenset[
+        tuple[Any, ...]], data: bytes) -> str | None:
+    """None when no recorded observation of a file can tell its ``old``
+    outcome from its ``new`` one (None for both: the file was only read as
+    text) and its new bytes ``data`` answer every text query as before;
+    otherwise why a new analysis is needed."""
+    if ALL in seen or DATA in seen:
+        return "read whole"
+    for key in seen:
+        if key[0] in _TEXT_QUERIES and _TEXT_QUERIES[key[0]](key, data) != key[-1]:
+            return f"a text query answers differently ({key[0]})"
+    if old is None or new is None:
+        return None if old is new else "outcome changed"
+    if (old.status, old.reason, old.line) != (new.status, new.reason, new.line):
+        return "outcome changed"
+    if old.facts is None or new.facts is None:
+        return None if old.facts is new.facts else "outcome changed"
+    before, after = old.facts, new.facts
+    if (before.rel, before.module) != (after.rel, after.module):
+        return "module changed"
+    for key in seen:
+        if key[0] == "cond":
+            number = key[1]
+            if _cond(before, number) != _cond(after, number):
+                return f"branch test {number} changed"
+    for kind in KINDS:
+        old_facts: tuple[Any, ...] = getattr(before, kind)
+        new_facts: tuple[Any, ...] = getattr(after, kind)
+        if old_facts == new_facts:
+            continue
+        counts = Counter(old_facts)
+        counts.subtract(Counter(new_facts))
+        if not any(counts.values()):
+            return f"{kind} reordered"
+        for fact, count in counts.items():
+            if not count:
+                continue
+            for key in _keys_of(fact, kind):
+                if key in seen:
+                    return f"{kind} at line {fact.line} changed ({key[0]} read)"
+            # a star import can answer for any name the module lacks
+            if isinstance(fact, ImportFact) and fact.local == "*" and not fact.scope and \
+                    any(key[0] == "name" for key in seen):
+                return f"star import at line {fact.line} changed (names looked up)"
+    return None
+
+
+def _search(key: tuple[Any, ...], data: bytes) -> bool:
+    return bool(re.compile(key[1], key[2]).search(data))
+
+
+def _findall(key: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
+    return tuple(re.compile(key[1], key[2]).findall(data))
+
+
+def _reader(key: tuple[Any, ...], data: bytes) -> Any:
+    reader: Any = importlib.import_module(key[1])
+    for part in key[2].split("."):
+        reader = getattr(reader, part)
+    return reader(data)
+
+
+#: observations that are answers of the file's bytes, asked again of new bytes
+_TEXT_QUERIES: dict[str, Callable[[tuple[Any, ...], bytes], Any]] = {
+    "re": _search, "findall": _findall, "reader": _reader}
+
+
+def _cond(facts: FileFacts, number: int) -> tuple[Cond, str] | None:
+    if number > len(facts.conds):
+        return None
+    scope = facts.cond_scope[number - 1] if number <= len(facts.cond_scope) else ""
+    return facts.conds[number - 1], scope

@@ -1,0 +1,204 @@
+"""Early cutoff: a change that nothing in the scan read reuses the stored
+result, and the reused result is exactly what a scan from scratch gives.
+
+Every case below scans a tree (result stored), changes it, scans again with
+the cache, and compares the JSON with a scan of the changed tree that uses no
+cache at all. Fixture trees get a fixed set of edits to every file, then
+random ones (hypothesis); a real release gets the edits a pre-commit hook
+sees most (a comment, a new helper) and one that changes a guard's meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import realtrees
+from fixturetree import FIXTURES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guardscan.scan import Analysis, ScanOptions, analyse
+
+#: fixture trees with the most kinds of guards in them
+TREES = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(("guards_", "roles_")))
+
+
+def _analyse(root: Path, cache: Path, **extra: Any) -> Analysis:
+    return analyse(ScanOptions(target=str(root), kernels=False, offline=True,
+                               cache_dir=cache, **extra))
+
+
+def _json(analysis: Analysis) -> str:
+    return json.dumps(analysis.result.to_json(), indent=2, sort_keys=True)
+
+
+def _fresh(root: Path, tmp: Path) -> str:
+    """The scan of ``root`` with no cache at all."""
+    return _json(analyse(ScanOptions(target=str(root), kernels=False, offline=True,
+                                     cache_dir=tmp / "none", use_cache=False)))
+
+
+def _touch_later(path: Path) -> None:
+    """A new mtime even where the clock is coarse (the cache compares stat)."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000))
+
+
+def _edit(path: Path, how: str) -> bool:
+    """Edit ``path`` as ``how`` says; False when that changes nothing."""
+    text = original = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    if how == "comment":
+        text += "\n# an added comment\n"
+    elif how == "helper":
+        text += "\n\ndef _added_helper():\n    return None\n"
+    elif how == "raising-helper":
+        text += ("\n\ndef _added_check():\n    if not is_sm100_supported():\n"
+                 "        raise RuntimeError('needs sm100')\n")
+    elif how == "top-line":
+        text = "import os\n" + text
+    elif how == "rebind-first-name":
+        names = [ln.split("=")[0].strip() for ln in lines
+                 if "=" in ln and not ln.startswith((" ", "\t", "#"))
+                 and ln.split("=")[0].strip().isidentifier()]
+        defs = [ln[4:].split("(")[0] for ln in lines if ln.startswith("def ")]
+        name = (names or defs or ["_nothing"])[0]
+        text += f"\n{name} = None\n"
+    elif how == "redefine-first-function":
+        defs = [ln[4:].split("(")[0] for ln in lines if ln.startswith("def ")]
+        text += f"\n\ndef {(defs or ['_nothing'])[0]}():\n    return False\n"
+    elif how == "star-import":
+        text += "\nfrom sglang.srt.utils import *\n"
+    elif how == "digit":
+        # same length: a digit changed in place
+        for index, char in enumerate(text):
+            if char.isdigit():
+                text = text[:index] + ("1" if char != "1" else "2") + text[index + 1:]
+                break
+    elif how == "truncate":
+        text = text[: len(text) // 2]
+    else:  # pragma: no cover - a typo in a test
+        raise ValueError(how)
+    path.write_text(text, encoding="utf-8")
+    _touch_later(path)
+    return text != original
+
+
+EDITS = ["comment", "helper", "raising-helper", "top-line", "rebind-first-name",
+         "redefine-first-function", "star-import", "digit", "truncate"]
+#: on an empty file (a package's ``__init__.py``) the others add nothing new
+EMPTY_FILE_EDITS = ["comment", "helper", "raising-helper", "star-import"]
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_every_edit_gives_what_a_scan_from_scratch_gives(name: str, tmp_path: Path) -> None:
+    source = FIXTURES / name
+    files = sorted(p.relative_to(source) for p in source.rglob("*.py"))
+    reused = 0
+    for number, rel in enumerate(files):
+        empty = not (source / rel).read_text(encoding="utf-8").strip()
+        for how in EMPTY_FILE_EDITS if empty else EDITS:
+            root = tmp_path / f"{number}-{how}"
+            shutil.copytree(source, root)
+            cache = tmp_path / "cache"
+            assert _analyse(root, cache).cache == "no stored result"
+            if not _edit(root / rel, how):
+                continue
+            after = _analyse(root, cache)
+            assert _json(after) == _fresh(root, tmp_path), (rel, how, after.cache)
+            if after.cache.startswith("reused"):
+                reused += 1
+                assert "are not read by the scan" in after.cache
+            # the entry now describes the changed tree: nothing to compare next time
+            again = _analyse(root, cache)
+            assert again.cache.startswith("reused"), (rel, how, again.cache)
+            shutil.rmtree(root)
+    # comments are never read: each file's comment edit at least was cut off
+    assert reused >= len(files)
+
+
+_LINES = st.sampled_from([
+    "# note\n",
+    "\n",
+    "def _g():\n    return 1\n",
+    "def _h():\n    if is_sm100_supported():\n        raise RuntimeError('x')\n",
+    "_X = 12\n",
+    "from sglang.srt.utils.common import *\n",
+    "if is_sm120_supported():\n    _Y = 1\n",
+    "assert get_device_capability()[0] >= 9\n",
+    "moe_runner_backend = 'x'\n",
+    "class _C:\n    pass\n",
+    "(\n",
+])
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=st.sampled_from(TREES), pick=st.integers(min_value=0),
+       where=st.floats(min_value=0, max_value=1), line=_LINES)
+def test_random_edits_give_what_a_scan_from_scratch_gives(
+        tree: str, pick: int, where: float, line: str, tmp_path_factory: Any) -> None:
+    tmp = tmp_path_factory.mktemp("edit")
+    root = tmp / "tree"
+    shutil.copytree(FIXTURES / tree, root)
+    files = sorted(root.rglob("*.py"))
+    path = files[pick % len(files)]
+    cache = tmp / "cache"
+    _analyse(root, cache)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    # insert between top-level statements only (an indented neighbour stays valid)
+    slots = [i for i in range(len(lines) + 1)
+             if i == len(lines) or not lines[i].startswith((" ", "\t", ")", "]", "}"))]
+    at = slots[int(where * (len(slots) - 1))]
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    path.write_text("".join([*lines[:at], line, *lines[at:]]), encoding="utf-8")
+    _touch_later(path)
+    after = _analyse(root, cache)
+    assert _json(after) == _fresh(root, tmp), after.cache
+
+
+@pytest.mark.parametrize("fixture", ["sglang_059"])
+def test_real_release_one_file_changed(fixture: str, tmp_path: Path,
+                                       request: pytest.FixtureRequest) -> None:
+    tree = request.getfixturevalue(fixture)
+    root = tmp_path / "tree"
+    shutil.copytree(tree.root / tree.package, root / tree.package)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    # parsed facts from the shared test cache; results of this test's own
+    (cache / "facts").symlink_to(realtrees.shared_cache_dir() / "facts",
+                                 target_is_directory=True)
+    target = root / tree.package
+    common = target / "srt" / "utils" / "common.py"
+    first = _analyse(target, cache)
+    assert first.index is not None  # computed
+    text = _json(first)
+    # a comment, then a helper nobody calls: the stored result stands, unchanged
+    for how in ("comment", "helper"):
+        _edit(common, how)
+        again = _analyse(target, cache)
+        assert again.cache.startswith("reused: the changes to"), (how, again.cache)
+        assert again.index is None
+        assert _json(again) == text
+    # a guard's meaning changes (same length, so only the content tells): the
+    # scan runs again and says so, and gives what a scan from scratch gives
+    source = common.read_text(encoding="utf-8")
+    body = source.index("\nis_sm100_supported = ")
+    cut = source.index("\n)\n", body)
+    edited = source[:body] + source[body:cut].replace(
+        "device_capability_majors=[10]", "device_capability_majors=[12]", 1) + source[cut:]
+    assert edited != source and len(edited) == len(source)
+    common.write_text(edited, encoding="utf-8")
+    _touch_later(common)
+    changed = _analyse(target, cache)
+    assert changed.index is not None, changed.cache
+    assert "common.py" in changed.cache
+    assert _json(changed) != text
+    reference = _analyse(target, cache, full=True)
+    assert _json(changed) == _json(reference)
