@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import realtrees
-from fixturetree import FIXTURES
+from fixturetree import FIXTURES, make_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -202,3 +202,24 @@ def test_real_release_one_file_changed(fixture: str, tmp_path: Path,
     assert _json(changed) != text
     reference = _analyse(target, cache, full=True)
     assert _json(changed) == _json(reference)
+
+
+def test_a_new_option_in_a_file_that_was_only_grepped(tmp_path: Path) -> None:
+    """A file that calls ``add_argument`` but defines no backend option is
+    never parsed; once it defines one, the stored result must not stand (the
+    pre-filter asked within the ``add_argument`` files answers differently)."""
+    root = make_tree(tmp_path, {
+        "sglang/srt/tools/cli.py": 'def build(parser):\n    parser.add_argument("--verbose")\n',
+    })
+    cache = tmp_path / "cache"
+    before = _json(_analyse(root, cache))
+    assert "--spec-backend" not in before
+    path = root / "sglang/srt/tools/cli.py"
+    path.write_text(path.read_text(encoding="utf-8") +
+                    '    parser.add_argument("--spec-backend", choices=["p", "q"])\n',
+                    encoding="utf-8")
+    _touch_later(path)
+    after = _analyse(root, cache)
+    assert not after.cache.startswith("reused"), after.cache
+    assert "--spec-backend" in _json(after)
+    assert _json(after) == _fresh(root, tmp_path)
