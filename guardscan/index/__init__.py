@@ -127,9 +127,11 @@ class Index:
         self._views.clear()
 
     def release_text(self) -> None:
-        """Stop keeping raw bytes (they are read again from disk when needed)."""
+        """Stop keeping raw bytes and split lines (they are read again from
+        disk when needed)."""
         self.keep_text = False
         self._data = {rel: None for rel, data in self._data.items() if data is None}
+        self._lines.clear()
 
     def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes match the regular expression ``pattern``."""
