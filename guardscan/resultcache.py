@@ -18,7 +18,6 @@ import hashlib
 import os
 import pickle
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from guardscan.acquire import SourceTree
-from guardscan.index import FACTS_VERSION, Index
+from guardscan.index import FACTS_VERSION, Index, store_pickle
 from guardscan.index.extract import source_lines
 from guardscan.index.observe import unseen_change
 from guardscan.predicate import Tri
@@ -176,10 +175,10 @@ class ResultCache:
             entry.stat_ns = self.stat_ns
             entry.hashes.update((rel, hashlib.sha256(data).hexdigest())
                                 for rel, data in new_data.items())
-            _store(self.path, entry)
+            store_pickle(self.path, entry)
             if fact_keys and reads is not None:
                 reads.fact_keys.update(fact_keys)
-                _store(self.reads_path, reads)
+                store_pickle(self.reads_path, reads)
         self.outcome = (f"reused: the changes to {', '.join(sorted(new_data))} are not "
                         "read by the scan") if new_data else "reused: nothing changed"
         return entry.result
@@ -230,8 +229,8 @@ class ResultCache:
                        lines=dict(index.lines_read), fact_keys=dict(index.fact_keys),
                        token=token)
         # the record of reads first: an entry is never paired with an older one
-        if _store(self.reads_path, reads):
-            _store(self.path, entry)
+        if store_pickle(self.reads_path, reads):
+            store_pickle(self.path, entry)
 
 
 _T = TypeVar("_T")
@@ -244,18 +243,6 @@ def _load(path: Path, kind: type[_T]) -> _T | None:
     except Exception:  # noqa: BLE001 - missing or corrupt: a miss
         return None
     return loaded if isinstance(loaded, kind) else None
-
-
-def _store(path: Path, value: object) -> bool:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        return False
-    return True
 
 
 #: (support, evidence chain, whether the library defines the called name)
@@ -314,13 +301,5 @@ class KernelAnswers:
 
     def store(self) -> None:
         """Keep this scan's sequence, if it is not the one already stored."""
-        if self.asked == self.stored:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump((self.stats, self.asked), handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        if self.asked != self.stored:
+            store_pickle(self.path, (self.stats, self.asked))

@@ -21,7 +21,7 @@ from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 from guardscan.index.observe import ALL, DATA, FactsView, Seen
 
-__all__ = ["Index", "FileFacts", "FileOutcome", "FACTS_VERSION"]
+__all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "store_pickle"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
 FACTS_VERSION = "8"
@@ -279,16 +279,23 @@ class Index:
 
     def _cache_store(self, key: str, outcome: FileOutcome) -> None:
         path = self._cache_path(key)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(outcome, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        if path is not None:
+            store_pickle(path, outcome)
+
+
+def store_pickle(path: Path, value: object) -> bool:
+    """Write ``value`` to ``path`` atomically (a temporary file, then a rename:
+    concurrent readers see the old file or the new one, never half of one);
+    False when it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
 
 
 def trie_pattern(needles: Iterable[bytes]) -> bytes:
