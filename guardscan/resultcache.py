@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from guardscan.acquire import SourceTree
-from guardscan.index import FACTS_VERSION, Index, store_pickle
+from guardscan.index import FACTS_VERSION, MAX_FILE_BYTES, Index, store_pickle
 from guardscan.index.extract import source_lines
 from guardscan.index.observe import unseen_change
 from guardscan.predicate import Tri
@@ -116,6 +116,10 @@ class ResultCache:
         #: the tree's stat before the scan read anything, and when it was taken
         self.stats: dict[str, Stat] | None = None
         self.stat_ns = 0
+        #: after a miss: the stored entry's pre-filter answers, the files whose
+        #: bytes are as that scan read them, and their hashes (see ``prime``)
+        self._prior: tuple[list[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]]],
+                           frozenset[str], dict[str, str]] | None = None
 
     def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
         self.stat_ns = time.time_ns()
@@ -128,6 +132,13 @@ class ResultCache:
 
     def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
                kernel_tree: SourceTree | None) -> ScanResult | None:
+        racy = entry.stat_ns - RACY_NS
+        # files whose bytes are those the stored scan read (and read without
+        # trouble): on a miss, their pre-filter answers are reused
+        same = frozenset(rel for rel, st in stats.items()
+                         if entry.stats.get(rel) == st and st[1] < racy
+                         and entry.hashes.get(rel) and st[0] <= MAX_FILE_BYTES)
+        self._prior = (entry.greps, same, entry.hashes)
         if set(stats) != set(entry.stats):
             self.outcome = "files added or removed"
             return None
@@ -137,7 +148,6 @@ class ResultCache:
             return None
         # a file written just before the stat was taken may be written again in
         # the same clock tick, leaving its stat unchanged: it is re-read
-        racy = entry.stat_ns - RACY_NS
         moved = [rel for rel, st in stats.items()
                  if st != entry.stats[rel] or st[1] >= racy]
         new_data: dict[str, bytes] = {}
@@ -179,9 +189,17 @@ class ResultCache:
             if fact_keys and reads is not None:
                 reads.fact_keys.update(fact_keys)
                 store_pickle(self.reads_path, reads)
+        self._prior = None
         self.outcome = (f"reused: the changes to {', '.join(sorted(new_data))} are not "
                         "read by the scan") if new_data else "reused: nothing changed"
         return entry.result
+
+    def prime(self, index: Index) -> None:
+        """After a miss: let ``index`` answer pre-filters for unchanged files
+        as the stored scan did, instead of reading the whole tree again."""
+        if self._prior is not None:
+            greps, same, _ = self._prior
+            index.reuse(greps, same)
 
     def _unseen(self, index: Index, reads: _Reads, rel: str, data: bytes,
                 used: bool) -> str | None:
@@ -209,13 +227,17 @@ class ResultCache:
         # the stat taken before the scan read anything: a file changed while the
         # scan ran differs from it next time, and is compared
         stats = self.stats
+        prior_hashes = {rel: self._prior[2][rel] for rel in self._prior[1]} \
+            if self._prior is not None else {}
         used = frozenset(index.outcomes)
         read = frozenset(rel for rel, seen in index.seen.items() if seen) | frozenset(
             index.lines_read)
         entry = _Entry(
             stats=stats,
-            # the pre-filter already read (and hashed) every file: don't re-read
-            hashes={rel: index.digest(rel) or _hash(tree, rel) for rel in stats},
+            # the pre-filter already read (and hashed) every file, or knew it
+            # unchanged: don't re-read
+            hashes={rel: index.digest(rel) or prior_hashes.get(rel) or _hash(tree, rel)
+                    for rel in stats},
             used=used,
             read=read,
             greps=list(index.grep_log),

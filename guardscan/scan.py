@@ -115,6 +115,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
             return Analysis(tree, None, None, None, None, cached, kernel_tree, None,
                             results.outcome)
     index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
+    if results is not None:
+        results.prime(index)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
     catalog = build_catalog(index)
     options = list(catalog.options)

@@ -63,9 +63,25 @@ class Index:
         #: each analysed file's key in the facts cache
         self.fact_keys: dict[str, str] = {}
         self._views: dict[str, FactsView] = {}
+        #: pre-filter answers of an earlier scan, for files whose bytes are the
+        #: same as then: pattern -> (files asked, files matched). See ``reuse``.
+        self._prior: dict[bytes, tuple[set[str], set[str]]] = {}
+        self._unchanged: frozenset[str] = frozenset()
         self.by_module: dict[str, str] = {}
         for rel in tree.files:
             self.by_module[tree.module_name(rel)] = rel
+
+    def reuse(self, greps: Iterable[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]]],
+              unchanged: Iterable[str]) -> None:
+        """Answer pre-filters from an earlier scan's ``grep_log`` for the files
+        in ``unchanged`` (same bytes as then, and read without trouble then):
+        the same question of the same bytes has the same answer, and the
+        tree's text need not be read again to ask it."""
+        self._unchanged = frozenset(unchanged)
+        for pattern, within, matches in greps:
+            asked, matched = self._prior.setdefault(pattern, (set(), set()))
+            asked.update(within if within is not None else self.tree.files)
+            matched.update(matches)
 
     # -- raw text ------------------------------------------------------------------
     def data(self, rel: str) -> bytes | None:
@@ -137,8 +153,14 @@ class Index:
         """Files whose bytes match the regular expression ``pattern``."""
         regex = re.compile(pattern)
         asked = tuple(within) if within is not None else None
+        prior_asked, prior_matched = self._prior.get(pattern, (set(), set())) \
+            if self.prefilter else (set(), set())
         found = []
         for rel in asked if asked is not None else self.tree.files:
+            if rel in prior_asked and rel in self._unchanged:
+                if rel in prior_matched:
+                    found.append(rel)
+                continue
             data = self._read(rel)
             if data is not None and (not self.prefilter or regex.search(data)):
                 found.append(rel)
