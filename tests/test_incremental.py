@@ -223,3 +223,34 @@ def test_a_new_option_in_a_file_that_was_only_grepped(tmp_path: Path) -> None:
     assert not after.cache.startswith("reused"), after.cache
     assert "--spec-backend" in _json(after)
     assert _json(after) == _fresh(root, tmp_path)
+
+
+def test_a_reanalysis_still_reports_files_it_could_not_read(tmp_path: Path) -> None:
+    """A re-analysis answers pre-filters for unchanged files from the stored
+    scan, but a file that was skipped (too large) is read again, so its
+    diagnostic is not lost."""
+    from guardscan.index import MAX_FILE_BYTES
+
+    guard = ("from sglang.srt.utils import is_sm100_supported\n\n\n"
+             "def check(server_args):\n"
+             "    if server_args.moe_runner_backend == 'x' and not is_sm100_supported():\n"
+             "        raise ValueError('x needs sm100')\n")
+    root = make_tree(tmp_path, {
+        "sglang/srt/utils.py": "import torch\n\n\ndef is_sm100_supported():\n"
+                               "    return torch.cuda.get_device_capability()[0] == 10\n",
+        "sglang/srt/layers/check.py": guard,
+        "sglang/srt/big_table.py": "#" * (MAX_FILE_BYTES + 1) + "\n",
+    })
+    for path in root.rglob("*.py"):  # written long ago: not racily clean
+        os.utime(path, (1_600_000_000, 1_600_000_000))
+    cache = tmp_path / "cache"
+    first = _json(_analyse(root, cache))
+    assert "file-skipped" in first
+    path = root / "sglang/srt/layers/check.py"
+    path.write_text("import os\n" + guard, encoding="utf-8")  # every line moves
+    _touch_later(path)
+    after = _analyse(root, cache)
+    assert after.index is not None, after.cache  # analysed again
+    text = _json(after)
+    assert "file-skipped" in text
+    assert text == _fresh(root, tmp_path)
