@@ -11,13 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guardscan import __version__
-from guardscan.acquire import AcquireError, SourceTree, acquire, acquire_kernels
+from guardscan.acquire import (
+    AcquireError,
+    SourceTree,
+    acquire,
+    acquire_kernels,
+    default_cache_dir,
+)
 from guardscan.arch import Arch, standard_archs
 from guardscan.index import Index
+from guardscan.index.warm import Warmer
 from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.resultcache import ResultCache
-from guardscan.results import Diagnostic, PackageRef, ScanResult
+from guardscan.results import Diagnostic, OptionInfo, PackageRef, ScanResult
 from guardscan.verdict import KernelJudge, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 
@@ -90,8 +97,6 @@ def analyse(opts: ScanOptions) -> Analysis:
 
 
 def _analyse(opts: ScanOptions) -> Analysis:
-    from guardscan.acquire import default_cache_dir
-
     cache_dir = opts.cache_dir or default_cache_dir()
     _say(opts, "acquiring target")
     tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
@@ -133,6 +138,32 @@ def _analyse(opts: ScanOptions) -> Analysis:
         raise AcquireError(
             f"--quantization {opts.quantization} is not a choice of {tree.package} "
             f"{tree.version}; choices: {', '.join(catalog.quantization.choices)}")
+    warmer = _warm_kernels(opts, kernel_tree, cache_dir)
+    try:
+        return _link_and_judge(opts, tree, kernel_tree, kernel_note, results, index, catalog,
+                               options)
+    finally:
+        if warmer is not None:
+            warmer.stop()
+
+
+def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
+                  cache_dir: Path) -> Warmer | None:
+    """Start parsing the kernel library into the facts cache on a spare core,
+    unless its answers are stored already (then it is not read at all)."""
+    if kernel_tree is None or not opts.use_cache:
+        return None
+    from guardscan.resultcache import KernelAnswers
+
+    if KernelAnswers(cache_dir, kernel_tree).stored:
+        return None
+    return Warmer(kernel_tree, cache_dir)
+
+
+def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
+                    kernel_note: str, results: ResultCache | None, index: Index,
+                    catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
+    cache_dir = opts.cache_dir or default_cache_dir()
     model = option_model(catalog.options, catalog.enums, catalog.quantization)
     vocab = Vocabulary(index, model)
     _say(opts, "linking choices to code")

@@ -200,6 +200,17 @@ class Index:
             self._cache_store(key, outcome)
         return outcome
 
+    def warm(self, rel: str) -> None:
+        """Parse ``rel`` into the facts cache, unless its facts are there."""
+        data = self._read(rel)
+        if data is None:
+            return
+        key = self._key(rel, data)
+        path = self._cache_path(key)
+        if path is not None and not path.exists():
+            self._cache_store(key, index_source(data, rel, self.tree.module_name(rel),
+                                                rel.endswith("__init__.py")))
+
     def outcome_of(self, rel: str, data: bytes) -> FileOutcome:
         """What reading ``data`` as the file ``rel`` gives (for the result
         cache's comparison; the index itself is not changed)."""

@@ -1,0 +1,134 @@
+"""Parse a tree into the facts cache in the background, on an idle core.
+
+A cold scan reads SGLang first and the kernel library last, one core busy
+most of the time. Meanwhile a background process parses the kernel library's
+files into the facts cache, starting with the package's ``__init__`` and what
+it imports (breadth first), where the library's questions begin. When the
+kernel stage comes, the files it needs are mostly cached already; any that
+are not it parses itself, as it always did. Facts are a function of a file's
+bytes, so who parsed them changes nothing in the result.
+
+The warmer never runs the code it reads, never raises into the scan, and
+stops between files when asked (its cache writes are atomic, so stopping
+leaves no half-written entry).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+from collections import deque
+from collections.abc import Iterable
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+from guardscan.acquire import SourceTree
+
+__all__ = ["Warmer", "import_order"]
+
+#: ``import a.b`` / ``from .a import b, c`` at the start of a line
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t\\\n]+)|import[ \t]+([\w.]+))",
+    re.MULTILINE)
+
+
+def import_order(tree: SourceTree) -> list[str]:
+    """The tree's files, those reachable by imports from the package's
+    ``__init__`` first (breadth first), then the rest in path order. Read
+    from the text with a regular expression: a hint of where to start, not
+    an analysis."""
+    by_module = {tree.module_name(rel): rel for rel in tree.files}
+    start = f"{tree.package}/__init__.py"
+    order: list[str] = []
+    seen: set[str] = set()
+    queue = deque([start] if start in tree.files else [])
+    while queue:
+        rel = queue.popleft()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        order.append(rel)
+        try:
+            data = tree.path_of(rel).read_bytes()
+        except OSError:
+            continue
+        queue.extend(r for r in _imported(tree, rel, data, by_module) if r not in seen)
+    order.extend(rel for rel in tree.files if rel not in seen)
+    return order
+
+
+def _imported(tree: SourceTree, rel: str, data: bytes,
+              by_module: dict[str, str]) -> Iterable[str]:
+    module = tree.module_name(rel)
+    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
+    for match in _IMPORT.finditer(data):
+        if match.group(3):
+            targets = [match.group(3).decode()]
+        else:
+            source = match.group(1).decode()
+            dots = len(source) - len(source.lstrip("."))
+            base = source
+            if dots:
+                base = package
+                for _ in range(dots - 1):
+                    base = base.rpartition(".")[0]
+                base = f"{base}.{source[dots:]}" if source[dots:] else base
+            names = re.findall(r"\w+", match.group(2).decode())
+            targets = [base, *(f"{base}.{name}" for name in names)]
+        for target in targets:
+            parts = target.split(".")
+            for end in range(1, len(parts) + 1):
+                found = by_module.get(".".join(parts[:end]))
+                if found is not None:
+                    yield found
+
+
+def _warm(tree: SourceTree, cache_dir: Path, stop: Event) -> None:
+    """The background process: parse the tree (import order) into the cache."""
+    try:
+        os.nice(5)  # the scan itself comes first
+    except OSError:
+        pass
+    try:
+        from guardscan.index import Index
+
+        index = Index(tree, cache_dir)
+        index.release_text()
+        for rel in import_order(tree):
+            if stop.is_set():
+                return
+            index.warm(rel)
+    except Exception:  # noqa: BLE001 - a hint: never a failure of the scan
+        return
+
+
+class Warmer:
+    """A background process parsing ``tree`` into ``cache_dir``, if this
+    machine has a core to spare and can fork; ``stop`` ends it."""
+
+    def __init__(self, tree: SourceTree, cache_dir: Path) -> None:
+        self._process: Any = None
+        self._stop: Event | None = None
+        if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return
+        try:
+            context = multiprocessing.get_context("fork")
+            self._stop = context.Event()
+            self._process = context.Process(
+                target=_warm, args=(tree, cache_dir, self._stop), daemon=True)
+            self._process.start()
+        except (OSError, ValueError):
+            self._process = None
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        self._process.join(timeout=10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._process = None

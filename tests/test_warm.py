@@ -1,0 +1,70 @@
+"""The background parser of the kernel library: where it starts, what it
+writes, that it stops when asked, and that it changes no result."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from multiprocessing import Event
+from pathlib import Path
+
+import pytest
+from fixturetree import FIXTURES, fixture
+
+from guardscan.acquire import acquire
+from guardscan.index.warm import Warmer, _warm, import_order
+from guardscan.scan import ScanOptions, analyse
+
+
+def _kernel_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "kernels" / "flashinfer"
+    shutil.copytree(FIXTURES / "kernels_decorator" / "flashinfer", root)
+    # a module nothing imports: it comes last
+    (root / "zz_unused.py").write_text("def unused():\n    return 1\n", encoding="utf-8")
+    return root
+
+
+def test_import_order_starts_at_the_package_and_what_it_imports(tmp_path: Path) -> None:
+    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
+    order = import_order(tree)
+    assert sorted(order) == sorted(tree.files)
+    assert order[0] == "flashinfer/__init__.py"
+    assert order[-1] == "flashinfer/zz_unused.py"
+    imported = [rel for rel in tree.files if rel not in (order[0], order[-1])]
+    assert imported and all(order.index(rel) < order.index(order[-1]) for rel in imported)
+
+
+def test_the_warmer_fills_the_facts_cache(tmp_path: Path) -> None:
+    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
+    cache = tmp_path / "cache"
+    _warm(tree, cache, Event())  # in this process, to the end
+    pickles = list((cache / "facts").rglob("*.pickle"))
+    assert len(pickles) == len(tree.files)
+    assert not list((cache / "facts").rglob("*.tmp"))
+
+
+def test_a_stopped_warmer_leaves_no_process_and_no_partial_entry(tmp_path: Path) -> None:
+    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
+    cache = tmp_path / "cache"
+    warmer = Warmer(tree, cache)
+    process = warmer._process
+    if process is None:
+        pytest.skip("one core, or no fork: the warmer never starts here")
+    warmer.stop()
+    assert not process.is_alive()
+    assert process.exitcode is not None
+    assert not list(cache.rglob("*.tmp"))
+
+
+def test_a_scan_with_the_warmer_gives_the_same_result(tmp_path: Path) -> None:
+    kernels = _kernel_tree(tmp_path)
+
+    def scan(**options: object) -> str:
+        result = analyse(ScanOptions(target=str(fixture("roles_gate")), flashinfer=str(kernels),
+                                     offline=True, **options)).result  # type: ignore[arg-type]
+        return json.dumps(result.to_json(), sort_keys=True)
+
+    reference = scan(cache_dir=tmp_path / "none", use_cache=False)
+    assert '"package": "flashinfer"' in reference
+    # a fresh cache: no stored kernel answers, so the warmer runs beside the scan
+    assert scan(cache_dir=tmp_path / "cache") == reference
