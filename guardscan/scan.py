@@ -139,6 +139,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
             f"--quantization {opts.quantization} is not a choice of {tree.package} "
             f"{tree.version}; choices: {', '.join(catalog.quantization.choices)}")
     warmer = _warm_kernels(opts, kernel_tree, cache_dir)
+    if warmer is not None:
+        index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, results, index, catalog,
                                options)

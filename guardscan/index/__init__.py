@@ -67,6 +67,8 @@ class Index:
         #: same as then: pattern -> (files asked, files matched). See ``reuse``.
         self._prior: dict[bytes, tuple[set[str], set[str]]] = {}
         self._unchanged: frozenset[str] = frozenset()
+        #: called once the first ``prefetch`` is done (the cores are free again)
+        self.after_prefetch: Callable[[], None] | None = None
         self.by_module: dict[str, str] = {}
         for rel in tree.files:
             self.by_module[tree.module_name(rel)] = rel
@@ -226,6 +228,14 @@ class Index:
         """Parse the files among ``rels`` that are neither indexed nor cached, on
         every core (cold scans). Results are the same as parsing them one by one;
         any failure of the pool falls back to doing exactly that."""
+        try:
+            self._prefetch(rels, workers)
+        finally:
+            if self.after_prefetch is not None:
+                self.after_prefetch()
+                self.after_prefetch = None
+
+    def _prefetch(self, rels: Iterable[str], workers: int | None) -> None:
         todo = []
         for rel in rels:
             if rel in self.outcomes and rel not in self._dropped:

@@ -85,12 +85,16 @@ def _imported(tree: SourceTree, rel: str, data: bytes,
                     yield found
 
 
-def _warm(tree: SourceTree, cache_dir: Path, stop: Event) -> None:
-    """The background process: parse the tree (import order) into the cache."""
+def _warm(tree: SourceTree, cache_dir: Path, stop: Event, go: Event | None = None) -> None:
+    """The background process: parse the tree (import order) into the cache,
+    once ``go`` is set (at once without it)."""
     try:
-        os.nice(5)  # the scan itself comes first
+        os.nice(10)  # the scan itself comes first
     except OSError:
         pass
+    while go is not None and not go.wait(timeout=0.2):
+        if stop.is_set():
+            return
     try:
         from guardscan.index import Index
 
@@ -106,21 +110,29 @@ def _warm(tree: SourceTree, cache_dir: Path, stop: Event) -> None:
 
 class Warmer:
     """A background process parsing ``tree`` into ``cache_dir``, if this
-    machine has a core to spare and can fork; ``stop`` ends it."""
+    machine has a core to spare and can fork. It is forked at once (while the
+    scan is small) and waits for ``go`` (the scan's own parallel parsing is
+    done, a core is idle); ``stop`` ends it."""
 
     def __init__(self, tree: SourceTree, cache_dir: Path) -> None:
         self._process: Any = None
         self._stop: Event | None = None
+        self._go: Event | None = None
         if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
             return
         try:
             context = multiprocessing.get_context("fork")
             self._stop = context.Event()
+            self._go = context.Event()
             self._process = context.Process(
-                target=_warm, args=(tree, cache_dir, self._stop), daemon=True)
+                target=_warm, args=(tree, cache_dir, self._stop, self._go), daemon=True)
             self._process.start()
         except (OSError, ValueError):
             self._process = None
+
+    def go(self) -> None:
+        if self._go is not None:
+            self._go.set()
 
     def stop(self) -> None:
         if self._process is None:
