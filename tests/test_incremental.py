@@ -254,3 +254,24 @@ def test_a_reanalysis_still_reports_files_it_could_not_read(tmp_path: Path) -> N
     text = _json(after)
     assert "file-skipped" in text
     assert text == _fresh(root, tmp_path)
+
+
+def test_several_files_changed_at_once(tmp_path: Path) -> None:
+    """A commit touches several files: the result stands only if none of the
+    changes is read, and is what a scan from scratch gives either way."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "roles_quant", root)
+    files = sorted(p for p in root.rglob("*.py") if p.read_text(encoding="utf-8").strip())
+    cache = tmp_path / "cache"
+    _analyse(root, cache)
+    for path in files[:3]:
+        _edit(path, "comment")
+    unread = _analyse(root, cache)
+    assert unread.cache.startswith("reused: the changes to"), unread.cache
+    assert all(str(p.relative_to(root)) in unread.cache for p in files[:3])
+    assert _json(unread) == _fresh(root, tmp_path)
+    _edit(files[0], "comment")
+    _edit(root / "sglang/srt/server_args.py", "comment")  # the options: read whole
+    read = _analyse(root, cache)
+    assert read.index is not None, read.cache
+    assert _json(read) == _fresh(root, tmp_path)
