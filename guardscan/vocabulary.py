@@ -197,7 +197,8 @@ class Vocabulary:
         self._reported: set[tuple[str, int, str]] = set()
         self._module_cache: dict[str, dict[str, list[object]]] = {}
         self._reach_memo: dict[tuple[str, int], bool] = {}
-        self._local_memo: dict[tuple[str, str, str, int], Value | None] = {}
+        self._local_memo: dict[tuple[str, str, str, int], tuple[
+            Value | None, tuple[tuple[str, int], ...]]] = {}
         self._depth = 0
         self._assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
         self._import_index: dict[str, dict[str, dict[str, list[object]]]] = {}
@@ -321,16 +322,20 @@ class Vocabulary:
         for sc in scopes:
             lkey = (rel, sc, name, line)
             if lkey in self._local_memo:
-                local = self._local_memo[lkey]
+                local, trail = self._local_memo[lkey]
+                self._trail.extend(trail)
             else:
                 if ("local", lkey) in self._active:
                     return UnkV(f"cyclic local {name}")
                 self._active.add(("local", lkey))
+                mark = len(self._trail)
                 try:
                     local = self._lookup_local(facts, rel, sc, name, line)
                 finally:
                     self._active.discard(("local", lkey))
-                self._local_memo[lkey] = local
+                # the definition lines it went through, each once, so that a
+                # later lookup shows the same evidence as the first
+                self._local_memo[lkey] = (local, tuple(dict.fromkeys(self._trail[mark:])))
             if local is not None:
                 return local
         key = (rel, name)

@@ -3,12 +3,13 @@
 - the verdict JSON is byte-identical with the caches warm (per-file facts, the
   whole result) and off (``--no-cache``);
 - without the text pre-filter (every file parsed and read as a candidate: the
-  slow way the pre-filter exists to avoid) every verdict, condition and
-  deciding fact is the same. What may differ is which definition lines a
-  guard's evidence shows (the interpreter's memo keeps the trail of the first
-  evaluation, and the order of evaluation differs), and the full scan reports
-  more unresolved guards, since it reads guards the pre-filtered scan never
-  needs: every diagnostic of the pre-filtered scan is among them.
+  slow way the pre-filter exists to avoid) every verdict is the same, with
+  the same conditions and the same evidence, line for line (the guard
+  interpreter's memos keep the definition lines they went through, so the
+  order in which guards are first read changes nothing). Only the
+  diagnostics differ: the full scan reports more unresolved guards, since it
+  reads guards the pre-filtered scan never needs, and every diagnostic of the
+  pre-filtered scan is among them.
 """
 
 from __future__ import annotations
@@ -58,5 +59,6 @@ def test_same_verdicts_with_and_without_cache_and_prefilter(
     # no text pre-filter: every file is a candidate (facts from the shared cache)
     full = _scan(tree, cache_dir=shared, full=True, prefilter=False)
     assert _decisions(full) == _decisions(reference)
+    assert [b.to_json() for b in full.backends] == [b.to_json() for b in reference.backends]
     assert full.notes == reference.notes
     assert set(reference.diagnostics) <= set(full.diagnostics)
