@@ -13,7 +13,7 @@ Reads are recorded as *observations*, one set per file:
 - ``("kind", k)``: every fact of one kind (``raises``, ``calls``...);
 - ``("scope", s)``: the facts (of any kind) directly in scope ``s``;
 - ``("tree", s)``: the facts in scope ``s`` or nested inside it;
-- ``("name", n)``: the module-level bindings of ``n``; ``NAMES``: of any name;
+- ``("name", n)``: the module-level bindings of ``n``;
 - ``STARS``: the module's star imports;
 - ``("func", q)`` / ``("class", q)``: functions / classes with qualname ``q``;
 - ``("cls", c)``: functions whose enclosing class is ``c``;
@@ -48,13 +48,12 @@ from guardscan.index.facts import (
     target_names,
 )
 
-__all__ = ["ALL", "DATA", "KINDS", "NAMES", "STARS", "FactsView", "Seen", "unseen_change"]
+__all__ = ["ALL", "DATA", "KINDS", "STARS", "FactsView", "Seen", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
 ALL: tuple[str] = ("all",)
 DATA: tuple[str] = ("data",)
-NAMES: tuple[str] = ("names",)
 STARS: tuple[str] = ("stars",)
 
 #: The per-statement fact kinds of ``FileFacts`` (``conds`` are read by number).
@@ -168,7 +167,6 @@ def _keys_of(fact: Any, kind: str) -> Iterable[tuple[Any, ...]]:
         yield ("class", fact.qualname)
     if scope:
         return
-    yield NAMES
     if isinstance(fact, AssignFact):
         for target in fact.targets:
             for name in target_names(target):
