@@ -1959,7 +1959,6 @@ def _find_enums(index: Index, names: _Names, reader: _EnumReader,
     out = []
     for rel in index.grep(["Enum"]):
         member_sets = index.text_answer(rel, enum_member_sets)
-        assert isinstance(member_sets, tuple)
         if not any(_overlaps(values, choice_sets) for values in member_sets):
             continue
         facts = _facts_or_report(index, rel, diagnostics)

@@ -14,12 +14,14 @@ import re
 import tempfile
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 from guardscan.index.observe import ALL, DATA, FactsView, Seen
+
+_Answer = TypeVar("_Answer", bound=Hashable)
 
 __all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "store_pickle"]
 
@@ -103,7 +105,7 @@ class Index:
         self.seen.setdefault(rel, set()).add(("findall", pattern.pattern, pattern.flags, found))
         return found
 
-    def text_answer(self, rel: str, reader: Callable[[bytes], Hashable]) -> Hashable:
+    def text_answer(self, rel: str, reader: Callable[[bytes], _Answer]) -> _Answer:
         """``reader`` of the file's bytes; ``reader`` is a module-level function
         of guardscan, asked again of the new bytes when the file changes."""
         found = reader(self._read(rel) or b"")
@@ -197,10 +199,12 @@ class Index:
         key = self.fact_keys[rel] = self._key(rel, data)
         outcome = self._cache_load(key)
         if outcome is None:
-            outcome = index_source(data, rel, self.tree.module_name(rel),
-                                   rel.endswith("__init__.py"))
+            outcome = self._extract(rel, data)
             self._cache_store(key, outcome)
         return outcome
+
+    def _extract(self, rel: str, data: bytes) -> FileOutcome:
+        return index_source(data, rel, self.tree.module_name(rel), rel.endswith("__init__.py"))
 
     def warm(self, rel: str) -> None:
         """Parse ``rel`` into the facts cache, unless its facts are there."""
@@ -210,8 +214,7 @@ class Index:
         key = self._key(rel, data)
         path = self._cache_path(key)
         if path is not None and not path.exists():
-            self._cache_store(key, index_source(data, rel, self.tree.module_name(rel),
-                                                rel.endswith("__init__.py")))
+            self._cache_store(key, self._extract(rel, data))
 
     def outcome_of(self, rel: str, data: bytes) -> FileOutcome:
         """What reading ``data`` as the file ``rel`` gives (for the result
