@@ -66,6 +66,7 @@ from guardscan.vocabulary import (
     ExtV,
     FuncV,
     OptionModel,
+    Resolved,
     Vocabulary,
     parse_expr,
 )
@@ -168,8 +169,6 @@ class _Linker:
         self.quantization = quantization
         self.links = Links()
         self.dests = {o.dest for o in options}
-        self._cond_memo: dict[tuple[str, int], Predicate] = {}
-        self._trail_memo: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
         self._scoped: dict[tuple[str, str], dict[str, list[Any]]] = {}
@@ -180,16 +179,15 @@ class _Linker:
         self.kernel_packages: set[str] = {"flashinfer"}
 
     # -- conditions ------------------------------------------------------------------
-    def cond(self, facts: FactsView, signed: int, scope: str) -> Predicate:
-        key = (facts.rel, abs(signed))
-        pred = self._cond_memo.get(key)
-        if pred is None:
-            cond = facts.cond(signed)
-            resolved = self.vocab.predicate(cond.text, facts.rel, scope, cond.line)
-            pred = resolved.predicate
-            self._cond_memo[key] = pred
-            self._trail_memo[key] = resolved.trail
+    def cond(self, facts: FactsView, signed: int, scope: str = "") -> Predicate:
+        """Branch test ``signed`` (negated when below 0), read in the scope it
+        is written in."""
+        pred = self._resolved(facts, signed).predicate
         return pred if signed > 0 else neg(pred)
+
+    def _resolved(self, facts: FactsView, signed: int) -> Resolved:
+        cond = facts.cond(signed)
+        return self.vocab.predicate(cond.text, facts.rel, facts.cond_scope_of(signed), cond.line)
 
     def path(self, facts: FactsView, path: tuple[int, ...], scope: str) -> Predicate:
         """The condition of a path.
@@ -242,7 +240,7 @@ class _Linker:
                 hops.append(Hop(facts.rel, cond.line, "guard",
                                 ("" if signed > 0 else "not ") + pred.describe()))
                 shown = 0
-                for trel, tline in self._trail_memo.get((facts.rel, abs(signed)), ()):
+                for trel, tline in self._resolved(facts, signed).trail:
                     text = self.index.line_text(trel, tline)
                     if (trel, tline) == (facts.rel, cond.line) or text.startswith(
                             ("import ", "from ")) or shown >= MAX_DEFINITION_HOPS:
@@ -335,7 +333,7 @@ class _Linker:
         node = parse_expr(value_text)
         if node is None:
             return
-        value = self.vocab.value_of(node, facts.rel, scope, line, {})
+        value = self.vocab.value(value_text, facts.rel, scope, line)
         if isinstance(value, ConstV) and isinstance(value.value, str):
             choices = {value.value}
         elif isinstance(value, EnumMemberV):
@@ -475,13 +473,9 @@ class _Linker:
                     hops: tuple[Hop, ...], depth: int, owned: bool = False) -> None:
         if depth <= 0 or cond == Const(False):
             return
-        node = parse_expr(call.func)
-        if node is None:
+        if parse_expr(call.func) is None:
             return
-        try:
-            callee = self.vocab.value_of(node, facts.rel, call.scope, call.line, {})
-        except RecursionError:
-            return
+        callee = self.vocab.value(call.func, facts.rel, call.scope, call.line)
         hop = Hop(facts.rel, call.line, "call", call.func)
         if isinstance(callee, ExtV):
             self.links.kernel_calls.append(KernelCall(
@@ -559,10 +553,9 @@ class _Linker:
         region = OptionIs(dest, frozenset({choice}))
         link = Hop(rel, 1, "link", f"module named for {choice}")
         for call in facts.calls:
-            node = parse_expr(call.func)
-            if node is None:
+            if parse_expr(call.func) is None:
                 continue
-            callee = self.vocab.value_of(node, rel, call.scope, call.line, {})
+            callee = self.vocab.value(call.func, rel, call.scope, call.line)
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in self.kernel_packages:
                 cond = conj(region, self.path(facts, call.path, call.scope))
                 self.links.kernel_calls.append(KernelCall(
@@ -644,7 +637,7 @@ class _Linker:
                 for key, val in zip(node.keys, node.values):
                     if not (isinstance(key, ast.Constant) and key.value in methods):
                         continue
-                    cls = self.vocab.value_of(val, rel, assign.scope, assign.line, {})
+                    cls = self.vocab.value_at(val, rel, assign.scope, assign.line)
                     if not isinstance(cls, ClassV):
                         continue
                     method = str(key.value)
@@ -690,7 +683,7 @@ class _Linker:
                             node.comparators[0], ast.Call) and isinstance(
                             node.comparators[0].func, ast.Attribute)):
                         continue
-                    left = self.vocab.value_of(node.left, rel, fact.scope, cond.line, {})
+                    left = self.vocab.value_at(node.left, rel, fact.scope, cond.line)
                     if getattr(left, "kind", None) != "sm":
                         continue
                     others = [s for s in fact.path if s != signed]
@@ -729,10 +722,9 @@ class _Linker:
             for position, text in enumerate(texts):
                 if position and not re.fullmatch(r"[\w.]+", text):
                     continue
-                node = parse_expr(text)
-                if node is None:
+                if parse_expr(text) is None:
                     continue
-                value = self.vocab.value_of(node, rel, call.scope, call.line, {})
+                value = self.vocab.value(text, rel, call.scope, call.line)
                 if not isinstance(value, ClassV) or (value.rel, value.qualname) == (rel, cls):
                     continue
                 kept = tuple(p for p in call.path
@@ -801,10 +793,9 @@ def _literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str
     """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
     for name, text in call.kwargs:
         if name == "backend":
-            node = parse_expr(text)
-            if node is None:
+            if parse_expr(text) is None:
                 return None
-            value = vocab.value_of(node, facts.rel, call.scope, call.line, {})
+            value = vocab.value(text, facts.rel, call.scope, call.line)
             return value.value if isinstance(value, ConstV) and isinstance(
                 value.value, str) else None
     return None

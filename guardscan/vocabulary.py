@@ -26,7 +26,7 @@ from typing import Union
 
 from guardscan.index import Index
 from guardscan.index.facts import AssignFact, FunctionFact, ReturnFact, target_names
-from guardscan.index.observe import STARS, FactsView
+from guardscan.index.observe import STARS, FactsView, Read
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -56,6 +56,7 @@ _PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|
                              re.IGNORECASE)
 #: Nested evaluation steps before giving up (stays UNKNOWN, never guessed).
 MAX_DEPTH = 80
+_NO_CUT = 1 << 30
 #: A function whose meaning needs more atoms than this is not read as a guard.
 MAX_GUARD_ATOMS = 16
 _ARCH_WORDS = re.compile(
@@ -163,6 +164,20 @@ class Resolved:
     trail: tuple[tuple[str, int], ...] = ()
 
 
+#: ("p" predicate | "v" value of a text | "n" value of a node, text or node dump,
+#: file, scope, line)
+QueryKey = tuple[str, str, str, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A question's answer, the diagnostic it gives, and what it read."""
+
+    value: object
+    diagnostic: Diagnostic | None
+    reads: tuple[Read, ...]
+
+
 @dataclass
 class OptionModel:
     """What the vocabulary needs to know about options to recognise option tests.
@@ -189,22 +204,38 @@ class Vocabulary:
         self.index = index
         self.options = options or OptionModel()
         self.diagnostics: list[Diagnostic] = []
-        self._func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[Value,
-                                                                                   tuple[tuple[str, int], ...]]] = {}
-        self._name_memo: dict[tuple[str, str], tuple[Value, tuple[tuple[str, int], ...]]] = {}
-        self._active: set[object] = set()
+        # Memos keep each answer with the definition lines it went through (its
+        # trail) and what it read (see ``observe.Recorder``), both given again
+        # on a hit. An answer cut short by a cycle or by the depth limit
+        # depends on where the evaluation started, so it is never kept: every
+        # answer is the same whatever was asked before it.
+        self._func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[
+            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        self._name_memo: dict[tuple[str, str], tuple[
+            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        #: evaluations in progress, by their position in the stack
+        self._active: dict[object, int] = {}
         self._trail: list[tuple[str, int]] = []
         self._reported: set[tuple[str, int, str]] = set()
+        #: this scan's answers to outside questions; answers of an earlier scan
+        #: still valid; the questions asked since ``asked`` was set (or None)
+        self.answers: dict[QueryKey, Answer] = {}
+        self.stored: Mapping[QueryKey, Answer] = {}
+        self.asked: list[QueryKey] | None = None
         self._module_cache: dict[str, dict[str, list[object]]] = {}
-        self._reach_memo: dict[tuple[str, int], bool] = {}
+        self._reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
         self._local_memo: dict[tuple[str, str, str, int], tuple[
-            Value | None, tuple[tuple[str, int], ...]]] = {}
+            Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        self._rec = index.recorder
+        #: the lowest stack position a cycle was cut at in the evaluation running
+        #: now (``_NO_CUT``: none; -1: the depth limit was met)
+        self._low = _NO_CUT
         self._depth = 0
         self._assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
         self._import_index: dict[str, dict[str, dict[str, list[object]]]] = {}
         self._functions_of: dict[str, tuple[dict[str, list[FunctionFact]],
                                             dict[tuple[str, str], FunctionFact]]] = {}
-        self._scopes_memo: dict[tuple[str, str], list[str]] = {}
+        self._scopes_memo: dict[tuple[str, str], tuple[list[str], tuple[Read, ...]]] = {}
         self._returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
         self._packages = {m.rpartition(".")[0] for m in index.by_module}
         self._packages |= {p.rpartition(".")[0] for p in list(self._packages) if p}
@@ -221,35 +252,84 @@ class Vocabulary:
         parse_expr.cache_clear()
         _unparse.cache_clear()
 
+    # -- questions from outside ---------------------------------------------------------
+    # Each is answered once per scan and kept as an ``Answer`` with what it read,
+    # so a later scan can keep the answers whose reads a change cannot touch
+    # (``stored``) and ask the rest again (see ``guardscan.incremental``).
+
+    def ask(self, key: QueryKey, compute: Callable[[], tuple[object, Diagnostic | None]],
+            report: bool = True) -> object:
+        answer = self.answers.get(key)
+        if answer is None:
+            answer = self.stored.get(key)
+            if answer is None:
+                saved = self._rec.open()
+                self._trail = []
+                try:
+                    value, diagnostic = compute()
+                finally:
+                    reads = self._rec.close(saved, merge=False)
+                answer = Answer(value, diagnostic, reads)
+            self.answers[key] = answer
+        if self.asked is not None:
+            self.asked.append(key)
+        if report and answer.diagnostic is not None:
+            self.report(answer.diagnostic)
+        return answer.value
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        key = (diagnostic.path, diagnostic.line, diagnostic.message)
+        if key not in self._reported:
+            self._reported.add(key)
+            self.diagnostics.append(diagnostic)
+
     def predicate(self, text: str, rel: str, scope: str, line: int,
                   report: bool = True) -> Resolved:
         """The meaning of the expression ``text`` found in ``rel`` inside ``scope``."""
+        return self.ask(("p", text, rel, scope, line),  # type: ignore[return-value]
+                        lambda: self._predicate(text, rel, scope, line), report)
+
+    def value(self, text: str, rel: str, scope: str, line: int) -> Value:
+        """The value of the expression ``text`` found in ``rel`` inside ``scope``."""
+        def compute() -> tuple[Value, None]:
+            node = parse_expr(text)
+            return (self._top_value(node, rel, scope, line) if node is not None
+                    else UnkV(f"unparseable: {text[:60]}")), None
+        return self.ask(("v", text, rel, scope, line), compute)  # type: ignore[return-value]
+
+    def value_at(self, node: ast.expr, rel: str, scope: str, line: int) -> Value:
+        """The value of a sub-expression (of a parsed expression) in ``rel``."""
+        return self.ask(("n", ast.dump(node), rel, scope, line),  # type: ignore[return-value]
+                        lambda: (self._top_value(node, rel, scope, line), None))
+
+    def _top_value(self, node: ast.AST, rel: str, scope: str, line: int) -> Value:
+        try:
+            return self.value_of(node, rel, scope, line, {})
+        except RecursionError:
+            self._low = -1
+            return UnkV("too deep")
+
+    def _predicate(self, text: str, rel: str, scope: str, line: int,
+                   ) -> tuple[Resolved, Diagnostic | None]:
         if text.startswith("<"):  # except / match clauses
-            return Resolved(Unknown(text.strip("<>")))
+            return Resolved(Unknown(text.strip("<>"))), None
         node = parse_expr(text)
         if node is None:
-            return Resolved(Unknown(f"unparseable: {text[:60]}"))
-        self._trail = []
-        try:
-            value = self.value_of(node, rel, scope, line, {})
-        except RecursionError:
-            value = UnkV("too deep")
+            return Resolved(Unknown(f"unparseable: {text[:60]}")), None
+        value = self._top_value(node, rel, scope, line)
         pred = self.to_pred(value, node)
         trail = tuple(dict.fromkeys(self._trail))
-        if report and looks_like_arch_guard(text) and _only_unknown(pred):
-            key = (rel, line, text)
-            if key not in self._reported:
-                self._reported.add(key)
-                if isinstance(value, UnkV):
-                    reason = value.reason
-                else:
-                    parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
-                    reason = "cannot read " + ", ".join(f"`{_short(p)}`" for p in parts[:3]) \
-                        if parts else "no device test in it"
-                self.diagnostics.append(Diagnostic(
-                    rel, line, "unresolved-guard",
-                    f"cannot resolve guard `{_short(text)}`: {reason}"))
-        return Resolved(pred, trail)
+        diagnostic = None
+        if looks_like_arch_guard(text) and _only_unknown(pred):
+            if isinstance(value, UnkV):
+                reason = value.reason
+            else:
+                parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
+                reason = "cannot read " + ", ".join(f"`{_short(p)}`" for p in parts[:3]) \
+                    if parts else "no device test in it"
+            diagnostic = Diagnostic(rel, line, "unresolved-guard",
+                                    f"cannot resolve guard `{_short(text)}`: {reason}")
+        return Resolved(pred, trail), diagnostic
 
     def module_symbol(self, module: str, name: str) -> Value:
         rel = self.index.by_module.get(module)
@@ -276,6 +356,31 @@ class Vocabulary:
         if isinstance(value, (FuncV, ClassV, ModuleV)):
             return TRUE  # a defined name is truthy
         return Unknown(text)
+
+    # -- memo discipline -----------------------------------------------------------
+    def _enter(self, key: object) -> tuple[int, int, int, set[Read] | None]:
+        """Start evaluating ``key`` (a memo key): (stack position, the enclosing
+        evaluation's lowest cut, trail mark, the interrupted read frame)."""
+        position = len(self._active)
+        self._active[key] = position
+        state = (position, self._low, len(self._trail), self._rec.open())
+        self._low = _NO_CUT
+        return state
+
+    def _leave(self, key: object, state: tuple[int, int, int, set[Read] | None],
+               ) -> tuple[bool, tuple[Read, ...]]:
+        """End evaluating ``key``: whether its answer may be kept (no cycle was
+        cut at an evaluation that encloses it, so the answer is what it would be
+        if asked first), and what it read."""
+        position, outer_low, _, saved = state
+        del self._active[key]
+        low = self._low
+        self._low = min(outer_low, low)
+        return low >= position, self._rec.close(saved)
+
+    def _cut(self, key: object) -> None:
+        """A cycle: ``key`` is being evaluated already."""
+        self._low = min(self._low, self._active[key])
 
     # -- name resolution ---------------------------------------------------------
     def _module_entries(self, rel: str, name: str) -> list[object]:
@@ -316,42 +421,56 @@ class Vocabulary:
         if facts is None:
             return UnkV(f"{rel} not analysed")
         # local scopes, innermost first (class bodies do not enclose methods)
-        scopes = self._scopes_memo.get((rel, scope))
-        if scopes is None:
-            scopes = self._scopes_memo[(rel, scope)] = _enclosing_scopes(scope, facts)
+        known = self._scopes_memo.get((rel, scope))
+        if known is None:
+            saved = self._rec.open()
+            try:
+                scopes = _enclosing_scopes(scope, facts)
+            finally:
+                self._scopes_memo[(rel, scope)] = (scopes, self._rec.close(saved))
+        else:
+            scopes = known[0]
+            self._rec.add(known[1])
         for sc in scopes:
             lkey = (rel, sc, name, line)
-            if lkey in self._local_memo:
-                local, trail = self._local_memo[lkey]
-                self._trail.extend(trail)
+            lhit = self._local_memo.get(lkey)
+            if lhit is not None:
+                local = lhit[0]
+                self._trail.extend(lhit[1])
+                self._rec.add(lhit[2])
             else:
-                if ("local", lkey) in self._active:
+                akey = ("local", lkey)
+                if akey in self._active:
+                    self._cut(akey)
                     return UnkV(f"cyclic local {name}")
-                self._active.add(("local", lkey))
-                mark = len(self._trail)
+                state = self._enter(akey)
                 try:
                     local = self._lookup_local(facts, rel, sc, name, line)
                 finally:
-                    self._active.discard(("local", lkey))
-                # the definition lines it went through, each once, so that a
-                # later lookup shows the same evidence as the first
-                self._local_memo[lkey] = (local, tuple(dict.fromkeys(self._trail[mark:])))
+                    pure, reads = self._leave(akey, state)
+                if pure:
+                    mark = state[2]
+                    # the definition lines it went through, each once
+                    self._local_memo[lkey] = (local, tuple(dict.fromkeys(self._trail[mark:])),
+                                              reads)
             if local is not None:
                 return local
         key = (rel, name)
-        if key in self._name_memo:
-            value, trail = self._name_memo[key]
-            self._trail.extend(trail)
-            return value
+        hit = self._name_memo.get(key)
+        if hit is not None:
+            self._trail.extend(hit[1])
+            self._rec.add(hit[2])
+            return hit[0]
         if key in self._active:
+            self._cut(key)
             return UnkV(f"cyclic definition of {name}")
-        self._active.add(key)
-        mark = len(self._trail)
+        state = self._enter(key)
         try:
             value = self._lookup_module(facts, rel, name)
         finally:
-            self._active.discard(key)
-        self._name_memo[key] = (value, tuple(self._trail[mark:]))
+            pure, reads = self._leave(key, state)
+        if pure:
+            self._name_memo[key] = (value, tuple(self._trail[state[2]:]), reads)
         return value
 
     def _scope_assigns(self, rel: str, facts: FactsView, scope: str,
@@ -451,20 +570,21 @@ class Vocabulary:
         key = (rel, assign.line)
         known = self._reach_memo.get(key)
         if known is not None:
-            return known
-        texts = " ".join(facts.cond(s).text for s in assign.path)
-        if not _PLATFORM_WORDS.search(texts):
-            self._reach_memo[key] = True
+            self._rec.add(known[1])
+            return known[0]
+        akey = ("reach", key)
+        if akey in self._active:
+            self._cut(akey)
             return True
-        if ("reach", key) in self._active:
-            return True
-        self._active.add(("reach", key))
+        state = self._enter(akey)
         try:
-            cond = self._path_pred(facts, rel, scope, assign.path, assign.line)
+            texts = " ".join(facts.cond(s).text for s in assign.path)
+            result = not _PLATFORM_WORDS.search(texts) or on_nvidia(
+                self._path_pred(facts, rel, scope, assign.path, assign.line)) is not Tri.FALSE
         finally:
-            self._active.discard(("reach", key))
-        result = on_nvidia(cond) is not Tri.FALSE
-        self._reach_memo[key] = result
+            pure, reads = self._leave(akey, state)
+        if pure:
+            self._reach_memo[key] = (result, reads)
         return result
 
     def _lookup_module(self, facts: FactsView, rel: str, name: str) -> Value:
@@ -606,20 +726,22 @@ class Vocabulary:
         key_bindings = tuple(sorted((k, v) for k, v in bindings.items()
                                     if not isinstance(v, UnkV)))
         key = (func.rel, func.qualname, key_bindings)
-        if key in self._func_memo:
-            value, trail = self._func_memo[key]
-            self._trail.extend(trail)
-            return value
+        hit = self._func_memo.get(key)
+        if hit is not None:
+            self._trail.extend(hit[1])
+            self._rec.add(hit[2])
+            return hit[0]
         if key in self._active:
+            self._cut(key)
             return UnkV(f"recursive call to {func.qualname}")
-        self._active.add(key)
-        mark = len(self._trail)
+        state = self._enter(key)
         self._trail.append((func.rel, fdef.line))
         try:
             value = self._interpret(facts, func.rel, fdef, bindings)
         finally:
-            self._active.discard(key)
-        self._func_memo[key] = (value, tuple(self._trail[mark:]))
+            pure, reads = self._leave(key, state)
+        if pure:
+            self._func_memo[key] = (value, tuple(self._trail[state[2]:]), reads)
         return value
 
     def _interpret(self, facts: FactsView, rel: str, fdef: FunctionFact,
@@ -660,6 +782,7 @@ class Vocabulary:
         if method is None:
             return UnkV(f"{type(node).__name__} expression")
         if self._depth > MAX_DEPTH:
+            self._low = -1
             return UnkV("resolution too deep")
         self._depth += 1
         try:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
-from guardscan.index.observe import ALL, DATA, FactsView, Seen
+from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen
 
 _Answer = TypeVar("_Answer", bound=Hashable)
 
@@ -65,6 +65,8 @@ class Index:
         #: each analysed file's key in the facts cache
         self.fact_keys: dict[str, str] = {}
         self._views: dict[str, FactsView] = {}
+        #: the frame of the computation reading now (see ``observe.Recorder``)
+        self.recorder = Recorder()
         #: pre-filter answers of an earlier scan, for files whose bytes are the
         #: same as then: pattern -> (files asked, files matched). See ``reuse``.
         self._prior: dict[bytes, tuple[set[str], set[str]]] = {}
@@ -279,13 +281,17 @@ class Index:
 
     def view(self, rel: str) -> FactsView | None:
         """A file's facts through a view that records what is read of them."""
+        frame = self.recorder.frame
+        if frame is not None:
+            frame.add((rel, OUTCOME))
         view = self._views.get(rel)
         if view is None:
             facts = self._outcome(rel).facts
             if facts is None:
                 self.seen.setdefault(rel, set())
                 return None
-            view = self._views[rel] = FactsView(facts, self.seen.setdefault(rel, set()))
+            view = self._views[rel] = FactsView(facts, self.seen.setdefault(rel, set()),
+                                                self.recorder)
         return view
 
     def module(self, name: str) -> FileFacts | None:
@@ -304,6 +310,9 @@ class Index:
             self._lines[rel] = lines
         text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
         self.lines_read.setdefault(rel, {})[line] = text
+        frame = self.recorder.frame
+        if frame is not None:
+            frame.add((rel, ("line", line, text)))
         return text
 
     # -- cache -------------------------------------------------------------------------

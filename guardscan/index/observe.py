@@ -48,13 +48,53 @@ from guardscan.index.facts import (
     target_names,
 )
 
-__all__ = ["ALL", "DATA", "KINDS", "STARS", "FactsView", "Seen", "unseen_change"]
+__all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen",
+           "changed_keys", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
 ALL: tuple[str] = ("all",)
 DATA: tuple[str] = ("data",)
 STARS: tuple[str] = ("stars",)
+#: the file was looked at (its outcome: parsed, or why not)
+OUTCOME: tuple[str] = ("outcome",)
+
+#: a read: (file, observation)
+Read = tuple[str, tuple[Any, ...]]
+
+
+class Recorder:
+    """Where reads go besides the per-file ``seen`` sets: the *frame* of the
+    computation running now (a set of reads), if any. The vocabulary and the
+    linker open a frame per memoised answer and per unit of work, so each
+    knows exactly what it read (see ``guardscan.incremental``)."""
+
+    __slots__ = ("frame", "reads")
+
+    def __init__(self) -> None:
+        self.frame: set[Read] | None = None
+        #: one object per distinct read, however often it is recorded
+        self.reads: dict[Read, Read] = {}
+
+    def open(self) -> set[Read] | None:
+        """Start a new frame; returns the one it interrupts (for ``close``)."""
+        saved = self.frame
+        self.frame = set()
+        return saved
+
+    def close(self, saved: set[Read] | None, merge: bool = True) -> tuple[Read, ...]:
+        """End the current frame, go back to ``saved`` (adding what this frame
+        read to it, when ``merge``), and return this frame's reads."""
+        frame = self.frame or set()
+        self.frame = saved
+        if merge and saved is not None:
+            saved |= frame
+        return tuple(frame)
+
+    def add(self, reads: Iterable[Read]) -> None:
+        """Reads done earlier on the current computation's behalf (a memo hit)."""
+        if self.frame is not None:
+            self.frame.update(reads)
 
 #: The per-statement fact kinds of ``FileFacts`` (``conds`` are read by number).
 KINDS = ("imports", "functions", "classes", "assigns", "calls", "raises", "asserts", "returns")
@@ -63,22 +103,30 @@ KINDS = ("imports", "functions", "classes", "assigns", "calls", "raises", "asser
 class FactsView:
     """One file's facts, recording what is read of them into ``seen``."""
 
-    __slots__ = ("module", "rel", "seen", "unobserved")
+    __slots__ = ("module", "rec", "rel", "seen", "unobserved")
 
-    def __init__(self, facts: FileFacts, seen: Seen) -> None:
+    def __init__(self, facts: FileFacts, seen: Seen, rec: Recorder | None = None) -> None:
         #: the facts themselves, for building lookup tables: whoever reads
         #: through this records each lookup with :meth:`note`
         self.unobserved = facts
         self.seen = seen
+        self.rec = rec or Recorder()
         self.rel = facts.rel
         self.module = facts.module
 
     def note(self, *key: Any) -> None:
+        self._see(key)
+
+    def _see(self, key: tuple[Any, ...]) -> None:
         self.seen.add(key)
+        frame = self.rec.frame
+        if frame is not None:
+            pair = (self.rel, key)
+            frame.add(self.rec.reads.setdefault(pair, pair))
 
     def kind(self, name: str) -> tuple[Any, ...]:
         """Every fact of one kind."""
-        self.seen.add(("kind", name))
+        self._see(("kind", name))
         return getattr(self.unobserved, name)  # type: ignore[no-any-return]
 
     @property
@@ -115,35 +163,40 @@ class FactsView:
 
     @property
     def conds(self) -> tuple[Cond, ...]:
-        self.seen.add(ALL)  # every branch test, by number: rare, read as all
+        self._see(ALL)  # every branch test, by number: rare, read as all
         return self.unobserved.conds
 
     @property
     def cond_scope(self) -> tuple[str, ...]:
-        self.seen.add(ALL)
+        self._see(ALL)
         return self.unobserved.cond_scope
 
+    def cond_scope_of(self, signed: int) -> str:
+        """The scope branch test ``signed`` is written in."""
+        self._see(("cond", abs(signed)))
+        return self.unobserved.cond_scope[abs(signed) - 1]
+
     def cond(self, signed: int) -> Cond:
-        self.seen.add(("cond", abs(signed)))
+        self._see(("cond", abs(signed)))
         return self.unobserved.cond(signed)
 
     def function(self, qualname: str) -> FunctionFact | None:
         """The first function defined with this qualified name."""
-        self.seen.add(("func", qualname))
+        self._see(("func", qualname))
         return next((f for f in self.unobserved.functions if f.qualname == qualname), None)
 
     def has_class(self, qualname: str) -> bool:
-        self.seen.add(("class", qualname))
+        self._see(("class", qualname))
         return any(c.qualname == qualname for c in self.unobserved.classes)
 
     def in_scope(self, kind: str, scope: str) -> list[Any]:
         """Facts of one kind directly in ``scope``, in file order."""
-        self.seen.add(("scope", scope))
+        self._see(("scope", scope))
         return [f for f in getattr(self.unobserved, kind) if f.scope == scope]
 
     def in_tree(self, kind: str, scope: str) -> list[Any]:
         """Facts of one kind in ``scope`` or nested inside it, in file order."""
-        self.seen.add(("tree", scope))
+        self._see(("tree", scope))
         prefix = scope + "."
         return [f for f in getattr(self.unobserved, kind)
                 if f.scope == scope or f.scope.startswith(prefix)]
@@ -226,6 +279,45 @@ def unseen_change(old: FileOutcome | None, new: FileOutcome | None, seen: Seen |
                     any(key[0] == "name" for key in seen):
                 return f"star import at line {fact.line} changed (names looked up)"
     return None
+
+
+def changed_keys(old: FileOutcome | None, new: FileOutcome | None,
+                 ) -> tuple[frozenset[tuple[Any, ...]], bool] | None:
+    """The observations of a file's facts that can tell ``old`` from ``new``:
+    (keys, names), where ``names`` says that any module-level name lookup can
+    (a star import changed). None when every read of the file can (its
+    outcome or module changed, or facts were reordered). ``ALL``, ``DATA``
+    and text queries are not covered: a reader of those sees any change of
+    the bytes. Agrees with :func:`unseen_change` on fact observations."""
+    if old is None or new is None:
+        return (frozenset(), False) if old is new else None
+    if (old.status, old.reason, old.line) != (new.status, new.reason, new.line):
+        return None
+    if old.facts is None or new.facts is None:
+        return (frozenset(), False) if old.facts is new.facts else None
+    before, after = old.facts, new.facts
+    if (before.rel, before.module) != (after.rel, after.module):
+        return None
+    keys: set[tuple[Any, ...]] = set()
+    names = False
+    for number in range(1, max(len(before.conds), len(after.conds)) + 1):
+        if _cond(before, number) != _cond(after, number):
+            keys.add(("cond", number))
+    for kind in KINDS:
+        old_facts: tuple[Any, ...] = getattr(before, kind)
+        new_facts: tuple[Any, ...] = getattr(after, kind)
+        if old_facts == new_facts:
+            continue
+        counts = Counter(old_facts)
+        counts.subtract(Counter(new_facts))
+        if not any(counts.values()):
+            return None  # reordered
+        for fact, count in counts.items():
+            if count:
+                keys.update(_keys_of(fact, kind))
+                if isinstance(fact, ImportFact) and fact.local == "*" and not fact.scope:
+                    names = True
+    return frozenset(keys), names
 
 
 def _search(key: tuple[Any, ...], data: bytes) -> bool:
