@@ -36,12 +36,14 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from collections.abc import Iterable
+from functools import partial
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from guardscan.index import Index
 from guardscan.index.facts import CallFact
+from guardscan.incremental import Changes, LinkRecord, Unit, UnitKey
 from guardscan.index.observe import FactsView
 from guardscan.predicate import (
     Const,
@@ -66,6 +68,7 @@ from guardscan.vocabulary import (
     ExtV,
     FuncV,
     OptionModel,
+    QueryKey,
     Resolved,
     Vocabulary,
     parse_expr,
@@ -124,6 +127,10 @@ class Links:
     kernel_calls: list[KernelCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     quant_methods: dict[str, tuple[str, int]] = field(default_factory=dict)  # method -> class site
+    #: how linking went, for the next scan (see ``guardscan.incremental``)
+    record: LinkRecord | None = None
+    #: units (replayed, run)
+    units: tuple[int, int] = (0, 0)
 
 
 def option_model(options: Iterable[OptionInfo], enums: Iterable[object],
@@ -171,12 +178,79 @@ class _Linker:
         self.dests = {o.dest for o in options}
         self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
         self._followed: set[tuple[str, str, str]] = set()
+        #: this scan's units; an earlier scan's, and what changed since
+        self.units: dict[UnitKey, Unit] = {}
+        self.prior: LinkRecord | None = None
+        self.changes: Changes | None = None
+        #: units replayed / run (for progress and tests)
+        self.replayed = 0
+        self.ran = 0
+        self._followed_log: list[tuple[Any, bool]] | None = None
+        self._quant_log: list[tuple[tuple[str, str], Predicate]] | None = None
         self._scoped: dict[tuple[str, str], dict[str, list[Any]]] = {}
         #: (rel, class) -> {method: condition under which the method's config builds it}
         self.quant_context: dict[tuple[str, str], dict[str, Predicate]] = {}
         self.quant_dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
         self.kernel_packages: set[str] = {"flashinfer"}
+
+    # -- units ----------------------------------------------------------------------------
+    def unit(self, key: UnitKey, run: Callable[[], None]) -> None:
+        """Run one unit of linking, or replay it from the earlier scan (see
+        ``guardscan.incremental``)."""
+        prior = self.prior.units.get(key) if self.prior is not None else None
+        if prior is not None and self._replayable(prior):
+            self.links.findings.extend(prior.findings)
+            self.links.kernel_calls.extend(prior.kernel_calls)
+            self._followed.update(k for k, present in prior.followed if not present)
+            for query in prior.queries:
+                answer = self.vocab.answers.get(query) or self.vocab.stored.get(query)
+                if answer is not None and answer.diagnostic is not None:
+                    self.vocab.report(answer.diagnostic)
+            self.units[key] = prior
+            self.replayed += 1
+            return
+        self.ran += 1
+        findings, calls = len(self.links.findings), len(self.links.kernel_calls)
+        recorder = self.index.recorder
+        saved = recorder.open()
+        asked: list[QueryKey] = []
+        followed: list[tuple[Any, bool]] = []
+        quant: list[tuple[tuple[str, str], Predicate]] = []
+        self.vocab.asked, self._followed_log, self._quant_log = asked, followed, quant
+        try:
+            run()
+        finally:
+            reads = recorder.close(saved, merge=False)
+            self.vocab.asked = self._followed_log = self._quant_log = None
+        self.units[key] = Unit(reads, tuple(dict.fromkeys(asked)), tuple(followed),
+                               tuple(dict.fromkeys(quant)), self.links.findings[findings:],
+                               self.links.kernel_calls[calls:])
+
+    def _replayable(self, prior: Unit) -> bool:
+        changes = self.changes
+        if changes is None or changes.any(prior.reads):
+            return False
+        for query in prior.queries:
+            if query not in self.vocab.stored and not self.vocab.same_answer(query):
+                return False
+        for where, cond in prior.quant:
+            if self._quant_condition(*where) != cond:
+                return False
+        added: set[Any] = set()
+        for key, present in prior.followed:
+            if (key in self._followed or key in added) != present:
+                return False
+            added.add(key)
+        return True
+
+    def _already_followed(self, key: tuple[str, str, str]) -> bool:
+        """Whether ``key`` was followed before in this scan (else it is now)."""
+        present = key in self._followed
+        if self._followed_log is not None:
+            self._followed_log.append((key, present))
+        self._followed.add(key)
+        return present
 
     # -- conditions ------------------------------------------------------------------
     def cond(self, facts: FactsView, signed: int, scope: str = "") -> Predicate:
@@ -283,6 +357,12 @@ class _Linker:
         constructors of classes a method's config instantiates get ``QuantIs``;
         their other methods also need to be called (undecidable here); other code
         beside them gets an undecidable condition. None blocks a choice by itself."""
+        cond = self._quant_condition(rel, scope)
+        if self._quant_log is not None:
+            self._quant_log.append(((rel, scope), cond))
+        return cond
+
+    def _quant_condition(self, rel: str, scope: str) -> Predicate:
         top = scope.split(".")[0]
         methods = self.quant_context.get((rel, top))
         if methods:
@@ -418,6 +498,38 @@ class _Linker:
                                                option=dest, text=text))
         self.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True, owned)
 
+    def scan_registered(self, rel: str) -> None:
+        for dest, choice, scope, line, region, owned in self.registered_regions(rel):
+            self.scan_region(rel, scope, dest, choice,
+                             Hop(rel, line, "link", f"registered for {choice}"), region, owned)
+
+    def scan_named(self, dest: str, choice: str, rel: str) -> None:
+        self.scan_selects(dest, choice, rel)
+        self.scan_guarded_names(dest, choice, rel)
+        self.scan_module_kernel_calls(dest, choice, rel)
+
+    def record(self) -> LinkRecord:
+        """This scan's linking, for the next scan: its units, and the answers
+        they used."""
+        answers = {}
+        for unit in self.units.values():
+            for query in unit.queries:
+                answer = self.vocab.answers.get(query) or self.vocab.stored.get(query)
+                if answer is not None:
+                    answers[query] = answer
+        return LinkRecord(self.context(), answers, self.units)
+
+    def context(self) -> str:
+        """What units assume beyond the tree: the options and the enums."""
+        return repr((sorted(self.vocab.options.dests.items()),
+                     sorted((method, [(enum, dest, sorted(values)) for enum, dest, values in v])
+                            for method, v in self.vocab.options.enum_predicates.items()),
+                     sorted(self.vocab.options.enum_members.items()),
+                     sorted(self.vocab.options.enum_dests.items()),
+                     self.vocab.options.quantization,
+                     [(o.dest, o.default, o.choices) for o in self.options],
+                     sorted(self.kernel_packages)))
+
     def follow_region_calls(self, rel: str) -> None:
         """Calls whose path holds an option test: follow them into their callees."""
         facts = self.index.view(rel)
@@ -455,10 +567,8 @@ class _Linker:
 
     def _module_gates(self, module: str, dest: str, region: Predicate,
                       hops: tuple[Hop, ...]) -> None:
-        key = (module, dest, repr(region))
-        if key in self._followed:
+        if self._already_followed((module, dest, repr(region))):
             return
-        self._followed.add(key)
         rel = self.index.by_module[module]
         facts = self.index.view(rel)
         if facts is None:
@@ -491,10 +601,8 @@ class _Linker:
                 target = (callee.rel, f"{callee.qualname}.__init__")
         if target is None:
             return
-        key = (target[0], target[1], f"{dest}:{repr(cond)}")
-        if key in self._followed:
+        if self._already_followed((target[0], target[1], f"{dest}:{repr(cond)}")):
             return
-        self._followed.add(key)
         tfacts = self.index.view(target[0])
         if tfacts is None:
             return
@@ -739,10 +847,20 @@ class _Linker:
 def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                   quantization: OptionInfo | None, enum_names: Iterable[str] = (),
                   enum_methods: Iterable[str] = (),
-                  kernel_packages: Iterable[str] = ("flashinfer",)) -> Links:
-    """Every finding for every option, from the files that can hold one."""
+                  kernel_packages: Iterable[str] = ("flashinfer",),
+                  prior: tuple[LinkRecord, Changes] | None = None) -> Links:
+    """Every finding for every option, from the files that can hold one.
+    With ``prior`` (an earlier scan's linking and what changed since), units
+    nothing changed for are replayed; ``Links.record`` is this scan's."""
     linker = _Linker(index, vocab, options, quantization)
     linker.kernel_packages = set(kernel_packages)
+    if prior is not None and prior[0].context == linker.context():
+        record, changes = prior
+        stored, former = {}, {}
+        for key, answer in record.answers.items():
+            (former if changes.any(answer.reads) else stored)[key] = answer
+        vocab.stored, vocab.former = stored, former
+        linker.prior, linker.changes = record, changes
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
@@ -753,19 +871,16 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     index.release_text()
     quant_files = sorted({rel for rel, _ in linker.quant_context} - set(candidates))
     for rel in [*candidates, *quant_files]:
-        linker.scan_file(rel)
+        linker.unit(("file", rel), partial(linker.scan_file, rel))
     for rel in candidates:
-        linker.follow_region_calls(rel)
+        linker.unit(("follow", rel), partial(linker.follow_region_calls, rel))
     for rel in registering:
-        for dest, choice, scope, line, region, owned in linker.registered_regions(rel):
-            linker.scan_region(rel, scope, dest, choice,
-                               Hop(rel, line, "link", f"registered for {choice}"),
-                               region, owned)
+        linker.unit(("registered", rel), partial(linker.scan_registered, rel))
     for dest, choice, rel in linker.named_modules():
-        linker.scan_selects(dest, choice, rel)
-        linker.scan_guarded_names(dest, choice, rel)
-        linker.scan_module_kernel_calls(dest, choice, rel)
+        linker.unit(("named", dest, choice, rel), partial(linker.scan_named, dest, choice, rel))
     linker.scan_docs()
+    linker.links.record = linker.record()
+    linker.links.units = (linker.replayed, linker.ran)
     return linker.links
 
 

@@ -27,6 +27,8 @@ from typing import TypeVar
 from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, MAX_FILE_BYTES, Index, store_pickle
 from guardscan.index.extract import source_lines
+from guardscan.incremental import Changes, LinkRecord
+from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
 from guardscan.predicate import Tri
 from guardscan.results import Evidence, ScanResult
@@ -66,6 +68,12 @@ class _Reads:
     seen: dict[str, frozenset[tuple[object, ...]]]
     lines: dict[str, dict[int, str]]
     fact_keys: dict[str, str]
+    token: str = ""
+
+
+@dataclass
+class _LinkEntry:
+    record: LinkRecord
     token: str = ""
 
 
@@ -111,6 +119,14 @@ class ResultCache:
         self.cache_dir = cache_dir
         self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
         self.reads_path = self.path.with_suffix(".reads.pickle")
+        self.links_path = self.path.with_suffix(".links.pickle")
+        #: after a miss with the same files: the stored entry, and the files
+        #: whose bytes changed since (for incremental linking)
+        self._entry: _Entry | None = None
+        self._changed: dict[str, bytes] = {}
+        self._reads: _Reads | None = None
+        #: pairs this scan's entry with its records of reads and linking
+        self.token = os.urandom(8).hex()
         #: why the last ``load`` missed, or how it hit (for progress and tests)
         self.outcome = ""
         #: the tree's stat before the scan read anything, and when it was taken
@@ -159,6 +175,7 @@ class ResultCache:
                 return None
             if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
                 new_data[rel] = data
+        self._entry, self._changed = entry, new_data
         for rel, data in new_data.items():
             for pattern, within, matches in entry.greps:
                 if (within is None or rel in within) and \
@@ -169,7 +186,7 @@ class ResultCache:
         fact_keys: dict[str, str] = {}
         reads: _Reads | None = None
         if read:
-            reads = _load(self.reads_path, _Reads)
+            reads = self._reads = _load(self.reads_path, _Reads)
             if reads is None or reads.token != entry.token:
                 self.outcome = "no record of what the last scan read"
                 return None
@@ -189,7 +206,7 @@ class ResultCache:
             if fact_keys and reads is not None:
                 reads.fact_keys.update(fact_keys)
                 store_pickle(self.reads_path, reads)
-        self._prior = None
+        self._prior = self._entry = self._reads = None
         self.outcome = (f"reused: the changes to {', '.join(sorted(new_data))} are not "
                         "read by the scan") if new_data else "reused: nothing changed"
         return entry.result
@@ -200,6 +217,31 @@ class ResultCache:
         if self._prior is not None:
             greps, same, _ = self._prior
             index.reuse(greps, same)
+
+    def prior_links(self, index: Index) -> tuple[LinkRecord, Changes] | None:
+        """After a miss on a tree with the same files: the stored scan's
+        linking, and what changed since, for ``collect_links`` to replay what
+        the change cannot touch. None when there is nothing usable."""
+        entry = self._entry
+        if entry is None:
+            return None
+        record = _load(self.links_path, _LinkEntry)
+        if record is None or record.token != entry.token:
+            return None
+        reads = self._reads or _load(self.reads_path, _Reads)
+        if reads is None or reads.token != entry.token:
+            return None
+        self._reads = reads
+        changed: dict[str, tuple[FileOutcome | None, FileOutcome | None, bytes]] = {}
+        for rel, data in self._changed.items():
+            if rel not in entry.used:
+                continue  # never looked at: no unit or answer read it
+            key = reads.fact_keys.get(rel)
+            old = index.cached_outcome(key) if key is not None else None
+            if old is None:
+                return None
+            changed[rel] = (old, index.outcome_of(rel, data), data)
+        return record.record, Changes(changed)
 
     def _unseen(self, index: Index, reads: _Reads, rel: str, data: bytes,
                 used: bool) -> str | None:
@@ -220,7 +262,16 @@ class ResultCache:
             return "its earlier facts are not cached"
         return unseen_change(old, index.outcome_of(rel, data), seen, data)
 
-    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
+    def store_links(self, record: LinkRecord) -> None:
+        """Keep this scan's linking (written before the entry, which pairs with
+        it by token; see ``store``)."""
+        store_pickle(self.links_path, _LinkEntry(record, self.token))
+
+    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult,
+              replayed: bool = False) -> None:
+        """Keep ``result`` with what the scan read. ``replayed``: linking
+        replayed units of the stored scan, whose reads are then counted as
+        this scan's too (they were not read again)."""
         tree = index.tree
         if self.stats is None:  # not loaded first: stat now
             self.stat_ns, self.stats = time.time_ns(), _stat_tree(tree)
@@ -232,6 +283,23 @@ class ResultCache:
         used = frozenset(index.outcomes)
         read = frozenset(rel for rel, seen in index.seen.items() if seen) | frozenset(
             index.lines_read)
+        seen = {rel: frozenset(seen) for rel, seen in index.seen.items() if seen}
+        lines = dict(index.lines_read)
+        fact_keys = dict(index.fact_keys)
+        prior, prior_reads = self._entry, self._reads
+        if replayed and prior is not None and prior_reads is not None:
+            used |= prior.used
+            read |= prior.read
+            for rel, keys in prior_reads.seen.items():
+                seen[rel] = seen.get(rel, frozenset()) | keys
+            for rel, texts in prior_reads.lines.items():
+                if rel in self._changed:  # keep the lines that read the same now
+                    now = source_lines(self._changed[rel])
+                    texts = {line: text for line, text in texts.items()
+                             if (now[line - 1].strip() if 0 < line <= len(now) else "") == text}
+                lines[rel] = {**texts, **lines.get(rel, {})}
+            for rel, key in prior_reads.fact_keys.items():
+                fact_keys.setdefault(rel, key)
         entry = _Entry(
             stats=stats,
             # the pre-filter already read (and hashed) every file, or knew it
@@ -245,12 +313,10 @@ class ResultCache:
             result=result,
             stat_ns=self.stat_ns,
         )
-        token = os.urandom(8).hex()
+        token = self.token
         entry.token = token
-        reads = _Reads(seen={rel: frozenset(seen) for rel, seen in index.seen.items() if seen},
-                       lines=dict(index.lines_read), fact_keys=dict(index.fact_keys),
-                       token=token)
-        # the record of reads first: an entry is never paired with an older one
+        reads = _Reads(seen=seen, lines=lines, fact_keys=fact_keys, token=token)
+        # the records first: an entry is never paired with older ones
         if store_pickle(self.reads_path, reads):
             store_pickle(self.path, entry)
 

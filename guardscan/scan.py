@@ -171,8 +171,15 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     _say(opts, "linking choices to code")
     enum_names = [e.qualname.rsplit(".", 1)[-1] for e in catalog.enums if e.option_dests]
     enum_methods = [m for e in catalog.enums if e.option_dests for m, _ in e.predicates]
+    prior = results.prior_links(index) if results is not None else None
     links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
-                          enum_methods)
+                          enum_methods, prior=prior)
+    replayed, ran = links.units
+    if prior is not None:
+        _say(opts, f"linking: {replayed} units replayed, {ran} run again")
+    if results is not None and links.record is not None:
+        results.store_links(links.record)
+    links.record = None
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
     # text, 1,727 files' facts, the interpreter's memos). Later readers reload.
@@ -226,7 +233,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         diagnostics.append(Diagnostic(rel, 0, "file-skipped", reason))
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
-        results.store(index, kernel_tree, result)
+        results.store(index, kernel_tree, result, replayed=replayed > 0)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
                     results.outcome if results is not None else "")
 

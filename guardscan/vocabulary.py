@@ -221,6 +221,8 @@ class Vocabulary:
         #: still valid; the questions asked since ``asked`` was set (or None)
         self.answers: dict[QueryKey, Answer] = {}
         self.stored: Mapping[QueryKey, Answer] = {}
+        #: answers of an earlier scan that a change may have touched
+        self.former: Mapping[QueryKey, Answer] = {}
         self.asked: list[QueryKey] | None = None
         self._module_cache: dict[str, dict[str, list[object]]] = {}
         self._reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
@@ -249,6 +251,8 @@ class Vocabulary:
                      self._local_memo, self._assign_index, self._import_index,
                      self._functions_of, self._scopes_memo, self._returns_of):
             memo.clear()
+        self.answers, self.stored, self.former = {}, {}, {}
+        self._rec.reads.clear()
         parse_expr.cache_clear()
         _unparse.cache_clear()
 
@@ -276,6 +280,23 @@ class Vocabulary:
         if report and answer.diagnostic is not None:
             self.report(answer.diagnostic)
         return answer.value
+
+    def same_answer(self, key: QueryKey) -> bool:
+        """Asked again now, does ``key`` get its ``former`` answer?"""
+        old = self.former.get(key)
+        kind, text, rel, scope, line = key
+        if old is None or kind not in ("p", "v"):
+            return False
+        asked, self.asked = self.asked, None
+        try:
+            if kind == "p":
+                self.predicate(text, rel, scope, line, report=False)
+            else:
+                self.value(text, rel, scope, line)
+        finally:
+            self.asked = asked
+        new = self.answers[key]
+        return new.value == old.value and new.diagnostic == old.diagnostic
 
     def report(self, diagnostic: Diagnostic) -> None:
         key = (diagnostic.path, diagnostic.line, diagnostic.message)

@@ -1,0 +1,107 @@
+"""Incremental linking: keep what a change cannot touch, redo the rest.
+
+When the result cache misses because a file changed in a way the scan reads
+(a guard's meaning, a new gate), the scan runs again, but most of what it
+worked out still holds. Linking is done in *units* (one file's gates, one
+file's option-tested calls, one registered function, one module named for a
+choice); each unit records what it read of the facts directly and which
+questions it asked the vocabulary. Each vocabulary answer records what it
+read, its memos included (``observe.Recorder``). The next scan:
+
+- drops the answers that read anything the change touches (``Changes``), and
+  keeps the others;
+- replays a unit (its findings, in order) when nothing it read directly
+  changed, every answer it used is kept or comes out the same when asked
+  again, and the calls it followed or skipped as already followed are
+  followed or skipped the same way now; otherwise the unit runs again.
+
+Every answer is what it would be in a scan from scratch (the vocabulary keeps
+no answer that depends on what was asked before it), and units are replayed
+in the order a scan from scratch runs them, so the result is the same, byte
+for byte; tests/test_incremental.py checks this for every kind of edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardscan.index.extract import source_lines
+from guardscan.index.facts import FileOutcome
+from guardscan.index.observe import ALL, DATA, OUTCOME, Read, changed_keys
+from guardscan.predicate import Predicate
+from guardscan.vocabulary import Answer, QueryKey
+
+__all__ = ["Changes", "LinkRecord", "Unit", "UnitKey"]
+
+UnitKey = tuple[str, ...]
+
+
+@dataclass
+class Unit:
+    """One unit of linking as it ran: what it read, asked and found."""
+
+    reads: tuple[Read, ...]
+    #: vocabulary questions, each once, in the order first asked
+    queries: tuple[QueryKey, ...]
+    #: (key, whether it was followed already) for every follow-up it checked
+    followed: tuple[tuple[Any, bool], ...]
+    #: ((file, scope), condition) for every quantization context it used
+    quant: tuple[tuple[tuple[str, str], Predicate], ...]
+    findings: list[Any] = field(default_factory=list)
+    kernel_calls: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class LinkRecord:
+    """A scan's linking, kept beside its result for the next scan."""
+
+    #: what the units assume of the scan beyond the tree (options, enums...)
+    context: str
+    answers: dict[QueryKey, Answer]
+    units: dict[UnitKey, Unit]
+
+
+class Changes:
+    """The files changed since a recorded scan: which of its reads they touch."""
+
+    def __init__(self, changed: Mapping[str, tuple[FileOutcome | None, FileOutcome | None,
+                                                   bytes]]) -> None:
+        self._files = {rel: (changed_keys(old, new), data)
+                       for rel, (old, new, data) in changed.items()}
+        self._lines: dict[str, list[str]] = {}
+        self._memo: dict[Read, bool] = {}
+
+    @property
+    def files(self) -> frozenset[str]:
+        return frozenset(self._files)
+
+    def touches(self, read: Read) -> bool:
+        """Can the change tell apart what ``read`` saw before and now?"""
+        change = self._files.get(read[0])
+        if change is None:
+            return False
+        known = self._memo.get(read)
+        if known is None:
+            known = self._memo[read] = self._touches(read, change[0], change[1])
+        return known
+
+    def _touches(self, read: Read, keys: tuple[frozenset[tuple[Any, ...]], bool] | None,
+                 data: bytes) -> bool:
+        rel, key = read
+        if key[0] == "line":
+            lines = self._lines.get(rel)
+            if lines is None:
+                lines = self._lines[rel] = source_lines(data)
+            line = key[1]
+            return (lines[line - 1].strip() if 0 < line <= len(lines) else "") != key[2]
+        if keys is None or key in (ALL, DATA) or key[0] in ("re", "findall", "reader"):
+            return True
+        if key == OUTCOME:
+            return False
+        return key in keys[0] or (keys[1] and key[0] == "name")
+
+    def any(self, reads: tuple[Read, ...]) -> bool:
+        files = self._files
+        return any(read[0] in files and self.touches(read) for read in reads)
