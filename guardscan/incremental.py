@@ -51,6 +51,10 @@ class Unit:
     quant: tuple[tuple[tuple[str, str], Predicate], ...]
     findings: list[Any] = field(default_factory=list)
     kernel_calls: list[Any] = field(default_factory=list)
+    #: pre-filters it asked: (pattern, files asked or None, files matched)
+    greps: tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...] = ()
+    #: what it left in the linker's state for later units, if anything
+    state: Any = None
 
 
 @dataclass

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from collections import Counter
 from functools import partial
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from guardscan.predicate import (
     atoms,
     conj,
     disj,
+    fast_reduce,
     mentions_capability,
     mentions_device,
     neg,
@@ -131,6 +133,13 @@ class Links:
     record: LinkRecord | None = None
     #: units (replayed, run)
     units: tuple[int, int] = (0, 0)
+    #: after incremental linking: what differs from the earlier scan's
+    #: linking (None: not known, everything may differ)
+    changed: Links | None = None
+
+
+for _cls in (Hop, Finding, KernelCall):
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign,assignment]
 
 
 def option_model(options: Iterable[OptionInfo], enums: Iterable[object],
@@ -195,11 +204,15 @@ class _Linker:
         self.kernel_packages: set[str] = {"flashinfer"}
 
     # -- units ----------------------------------------------------------------------------
-    def unit(self, key: UnitKey, run: Callable[[], None]) -> None:
+    def unit(self, key: UnitKey, run: Callable[[], None],
+             state: tuple[Callable[[], Any], Callable[[Any], None]] | None = None) -> None:
         """Run one unit of linking, or replay it from the earlier scan (see
-        ``guardscan.incremental``)."""
+        ``guardscan.incremental``). ``state``: how to take and restore what the
+        unit leaves for later units."""
         prior = self.prior.units.get(key) if self.prior is not None else None
         if prior is not None and self._replayable(prior):
+            if state is not None:
+                state[1](prior.state)
             self.links.findings.extend(prior.findings)
             self.links.kernel_calls.extend(prior.kernel_calls)
             self._followed.update(k for k, present in prior.followed if not present)
@@ -212,6 +225,7 @@ class _Linker:
             return
         self.ran += 1
         findings, calls = len(self.links.findings), len(self.links.kernel_calls)
+        greps = len(self.index.grep_log)
         recorder = self.index.recorder
         saved = recorder.open()
         asked: list[QueryKey] = []
@@ -223,9 +237,29 @@ class _Linker:
         finally:
             reads = recorder.close(saved, merge=False)
             self.vocab.asked = self._followed_log = self._quant_log = None
-        self.units[key] = Unit(reads, tuple(dict.fromkeys(asked)), tuple(followed),
-                               tuple(dict.fromkeys(quant)), self.links.findings[findings:],
-                               self.links.kernel_calls[calls:])
+        unit = self.units[key] = Unit(
+            reads, tuple(dict.fromkeys(asked)), tuple(followed), tuple(dict.fromkeys(quant)),
+            self.links.findings[findings:], self.links.kernel_calls[calls:],
+            tuple(self.index.grep_log[greps:]), state[0]() if state is not None else None)
+        if self.prior is not None:
+            self._changed(prior, unit)
+
+    def _changed(self, old: Unit | None, new: Unit | None) -> None:
+        """Note the findings and kernel calls a unit no longer gives or gives
+        anew (all of them when their order changed): verdicts that read none of
+        them stand (see ``verdict.judge``)."""
+        changed = self.links.changed
+        assert changed is not None
+        for kind in ("findings", "kernel_calls"):
+            before = getattr(old, kind) if old is not None else []
+            after = getattr(new, kind) if new is not None else []
+            if before == after:
+                continue
+            gone, came = Counter(before), Counter(after)
+            gone.subtract(after)
+            came.subtract(before)
+            moved = [f for f, n in gone.items() if n > 0] + [f for f, n in came.items() if n > 0]
+            getattr(changed, kind).extend(moved or [*before, *after])
 
     def _replayable(self, prior: Unit) -> bool:
         changes = self.changes
@@ -236,6 +270,9 @@ class _Linker:
                 return False
         for where, cond in prior.quant:
             if self._quant_condition(*where) != cond:
+                return False
+        for pattern, within, matched in prior.greps:
+            if tuple(self.index.grep_re(pattern, within)) != matched:
                 return False
         added: set[Any] = set()
         for key, present in prior.followed:
@@ -618,16 +655,26 @@ class _Linker:
     # -- select guards in a choice's own module -------------------------------------------
     def named_modules(self) -> list[tuple[str, str, str]]:
         """(dest, choice, rel) for modules named for a choice inside the option's package."""
+        by_stem: dict[str, list[tuple[str, list[str]]]] = {}
+        for rel in self.index.tree.files:
+            parts = rel[:-3].split("/")
+            stem = parts[-1]
+            for name in {stem, stem.removesuffix("_backend"), stem.removesuffix("_moe")}:
+                by_stem.setdefault(name, []).append((rel, parts[:-1]))
+        order = {rel: i for i, rel in enumerate(self.index.tree.files)}
         found = []
         for opt in self.options:
             tokens = _dest_tokens(opt.dest)
-            for rel in self.index.tree.files:
-                parts = rel[:-3].split("/")
-                stem = parts[-1]
-                for choice in opt.choices:
+            hits: list[tuple[str, int, str]] = []
+            for position, choice in enumerate(opt.choices):
+                for rel, dirs in by_stem.get(choice, ()):
+                    stem = rel[:-3].rsplit("/", 1)[-1]
                     if stem in (choice, f"{choice}_backend", f"{choice}_moe") and any(
-                            t in part for part in parts[:-1] for t in tokens):
-                        found.append((opt.dest, choice, rel))
+                            t in part for part in dirs for t in tokens):
+                        hits.append((rel, position, choice))
+            # in the order of the files, then of the choices
+            found.extend((opt.dest, choice, rel) for rel, _, choice in sorted(
+                set(hits), key=lambda h: (order[h[0]], h[1])))
         return found
 
     def scan_selects(self, dest: str, choice: str, rel: str) -> None:
@@ -735,8 +782,10 @@ class _Linker:
         methods = set(self.quantization.choices)
         threshold_methods = self._threshold_methods()
         for rel in self.index.grep([f'"{m}"' for m in sorted(methods)][:400]):
+            if "quantization" not in rel:
+                continue
             facts = self.index.view(rel)
-            if facts is None or "quantization" not in rel:
+            if facts is None:
                 continue
             for assign in facts.assigns:
                 node = parse_expr(assign.value)
@@ -774,13 +823,25 @@ class _Linker:
                 known[method] = disj(known[method], built_when) if method in known \
                     else built_when
 
+    def quant_state(self) -> Any:
+        return (dict(self.links.quant_methods), {k: dict(v) for k, v in self.quant_context.items()},
+                set(self.quant_dirs), dict(self._table_of))
+
+    def restore_quant_state(self, state: Any) -> None:
+        methods, context, dirs, table_of = state
+        self.links.quant_methods = dict(methods)
+        self.quant_context = {k: dict(v) for k, v in context.items()}
+        self.quant_dirs, self._table_of = set(dirs), dict(table_of)
+
     def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
         """Methods compared with the device capability in a raising check:
         ``if capability < quant_config.get_min_capability(): raise``."""
         found: dict[str, tuple[str, int, Predicate, str]] = {}
         for rel in self.index.grep(["capability"]):
+            if "quantization" in rel and "loader" not in rel:
+                continue
             facts = self.index.view(rel)
-            if facts is None or "quantization" in rel and "loader" not in rel:
+            if facts is None:
                 continue
             for fact in facts.raises:
                 for signed in fact.path:
@@ -856,6 +917,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     linker.kernel_packages = set(kernel_packages)
     if prior is not None and prior[0].context == linker.context():
         record, changes = prior
+        linker.links.changed = Links()
         stored, former = {}, {}
         for key, answer in record.answers.items():
             (former if changes.any(answer.reads) else stored)[key] = answer
@@ -864,8 +926,12 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
-    index.prefetch(candidates)
-    linker.scan_quantization()
+    if linker.prior is None:
+        index.prefetch(candidates)  # cold: parse on every core
+    elif index.after_prefetch is not None:
+        index.after_prefetch()
+    linker.unit(("quantization",), linker.scan_quantization,
+                (linker.quant_state, linker.restore_quant_state))
     # the last whole-tree pre-filter is done: the tree's text need not stay in
     # memory beside the facts (68 MB for sglang 0.5.23)
     index.release_text()
@@ -879,6 +945,10 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     for dest, choice, rel in linker.named_modules():
         linker.unit(("named", dest, choice, rel), partial(linker.scan_named, dest, choice, rel))
     linker.scan_docs()
+    if linker.prior is not None:
+        for key, unit in linker.prior.units.items():
+            if key not in linker.units:
+                linker._changed(unit, None)
     linker.links.record = linker.record()
     linker.links.units = (linker.replayed, linker.ran)
     return linker.links

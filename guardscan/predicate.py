@@ -41,6 +41,13 @@ __all__ = [
 ]
 
 
+def fast_reduce(self: object) -> tuple[type, tuple[object, ...]]:
+    """``__reduce__`` for frozen, slotted dataclasses: pickle calls the class
+    with the fields in order (the default goes through ``dataclasses.fields``
+    per object, the bulk of the time to store or load a scan's linking)."""
+    return type(self), tuple([getattr(self, name) for name in self.__slots__])  # type: ignore[attr-defined]
+
+
 class Tri(enum.Enum):
     TRUE = "true"
     FALSE = "false"
@@ -375,3 +382,7 @@ def to_json(pred: Predicate) -> object:
     if isinstance(pred, Not):
         return {"not": to_json(pred.item)}
     return {"atom": pred.describe()}
+
+
+for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not):
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign,assignment]

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, MAX_FILE_BYTES, Index, store_pickle
@@ -68,6 +68,12 @@ class _Reads:
     seen: dict[str, frozenset[tuple[object, ...]]]
     lines: dict[str, dict[int, str]]
     fact_keys: dict[str, str]
+    token: str = ""
+
+
+@dataclass
+class _JudgedEntry:
+    judged: dict[str, dict[str, Any]]
     token: str = ""
 
 
@@ -120,6 +126,7 @@ class ResultCache:
         self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
         self.reads_path = self.path.with_suffix(".reads.pickle")
         self.links_path = self.path.with_suffix(".links.pickle")
+        self.judged_path = self.path.with_suffix(".judged.pickle")
         #: after a miss with the same files: the stored entry, and the files
         #: whose bytes changed since (for incremental linking)
         self._entry: _Entry | None = None
@@ -267,8 +274,17 @@ class ResultCache:
         it by token; see ``store``)."""
         store_pickle(self.links_path, _LinkEntry(record, self.token))
 
+    def prior_judged(self) -> dict[str, dict[str, Any]] | None:
+        """After a miss with the same files: the stored scan's judged choices
+        (``verdict.Judged``, by option dest and choice), if kept."""
+        entry = self._entry
+        if entry is None:
+            return None
+        judged = _load(self.judged_path, _JudgedEntry)
+        return judged.judged if judged is not None and judged.token == entry.token else None
+
     def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult,
-              replayed: bool = False) -> None:
+              replayed: bool = False, judged: dict[str, dict[str, Any]] | None = None) -> None:
         """Keep ``result`` with what the scan read. ``replayed``: linking
         replayed units of the stored scan, whose reads are then counted as
         this scan's too (they were not read again)."""
@@ -317,7 +333,8 @@ class ResultCache:
         entry.token = token
         reads = _Reads(seen=seen, lines=lines, fact_keys=fact_keys, token=token)
         # the records first: an entry is never paired with older ones
-        if store_pickle(self.reads_path, reads):
+        if store_pickle(self.reads_path, reads) and (
+                judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token))):
             store_pickle(self.path, entry)
 
 

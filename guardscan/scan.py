@@ -25,7 +25,7 @@ from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.resultcache import ResultCache
 from guardscan.results import Diagnostic, OptionInfo, PackageRef, ScanResult
-from guardscan.verdict import KernelJudge, judge, quantization_notes
+from guardscan.verdict import Judged, KernelJudge, dirty_choices, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 
 __all__ = ["ScanOptions", "Analysis", "scan", "analyse"]
@@ -216,9 +216,17 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     _say(opts, "judging")
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
+    judged = results.prior_judged() if results is not None and prior is not None and \
+        links.changed is not None else None
+    dirty = dirty_choices(links.changed, options, opts.quantization) \
+        if judged is not None and links.changed is not None else {}
+    record: dict[str, dict[str, Judged]] = {}
     for option in options:
+        choices = record[option.dest] = {}
+        earlier = (judged.get(option.dest, {}), dirty.get(option.dest, set()), prior[1]) \
+            if judged is not None and prior is not None else None
         result.backends.extend(judge(index, links, option, opts.archs, opts.quantization,
-                                     kernel_judge))
+                                     kernel_judge, earlier, choices))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics]
     if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
@@ -233,7 +241,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         diagnostics.append(Diagnostic(rel, 0, "file-skipped", reason))
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
-        results.store(index, kernel_tree, result, replayed=replayed > 0)
+        results.store(index, kernel_tree, result, replayed=replayed > 0, judged=record)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
                     results.outcome if results is not None else "")
 

@@ -52,10 +52,13 @@ gate reached by a longer path is missed (errs toward unknown/supported);
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from guardscan.arch import Arch, standard_archs
+from guardscan.incremental import Changes
 from guardscan.index import Index
+from guardscan.index.observe import Read
 from guardscan.link import Finding, Hop, KernelCall, Links
 from guardscan.predicate import (
     And,
@@ -145,88 +148,227 @@ def _undecided(pred: Predicate, ctx: Context) -> list[str]:
     return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN})
 
 
+@dataclass
+class Judged:
+    """One choice's verdicts as judged, with what judging them read (lines
+    shown) and asked of the kernel library, for the next scan."""
+
+    reads: tuple[Read, ...]
+    kernel_asks: tuple[tuple[KernelCall, Arch], ...]
+    verdicts: list[BackendVerdict]
+
+
+class _Asking(KernelJudge):
+    """A kernel judge that notes the questions asked of it."""
+
+    def __init__(self, inner: KernelJudge) -> None:
+        self.inner = inner
+        self.asked: list[tuple[KernelCall, Arch]] = []
+
+    def covers(self, call: KernelCall) -> bool:
+        return self.inner.covers(call)
+
+    def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
+        self.asked.append((call, arch))
+        return self.inner.support(call, arch)
+
+
+def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
+                  ) -> dict[str, set[str]]:
+    """The choices (by option dest) whose verdicts can read one of the
+    ``changed`` findings or kernel calls: by the rules of ``judge``, a gate
+    counts for the choices it is about, a default, doc or select for its
+    choice, an import gate for every choice, a kernel call for every choice."""
+    dirty: dict[str, set[str]] = {}
+    options = list(options)
+    by_dest = {o.dest: o for o in options}
+    for finding in changed.findings:
+        if finding.option is None:  # a method-wide quantization gate
+            if finding.kind == "quant-gate" and quantization is not None:
+                for opt in options:
+                    dirty.setdefault(opt.dest, set()).update(
+                        c for c in opt.choices if _about_choice(finding.condition, Context(
+                            options={opt.dest: c}, quantization=quantization)))
+            continue
+        opt = by_dest.get(finding.option)
+        if opt is None:
+            continue
+        if finding.kind in ("gate", "quant-gate"):
+            dirty.setdefault(opt.dest, set()).update(
+                c for c in opt.choices if _about_choice(finding.condition, Context(
+                    options={opt.dest: c}, quantization=quantization)))
+        elif finding.kind == "import" or finding.choice is None:
+            dirty.setdefault(opt.dest, set()).update(opt.choices)
+        else:
+            dirty.setdefault(opt.dest, set()).add(finding.choice)
+    for call in changed.kernel_calls:
+        if call.option in by_dest:
+            dirty.setdefault(call.option, set()).update(by_dest[call.option].choices)
+    return dirty
+
+
 def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
           quantization: str | None, kernels: KernelJudge | None = None,
-          ) -> list[BackendVerdict]:
-    """Verdicts for every choice of ``option`` on every arch in ``archs``."""
+          prior: tuple[Mapping[str, Judged], set[str], Changes] | None = None,
+          record: dict[str, Judged] | None = None) -> list[BackendVerdict]:
+    """Verdicts for every choice of ``option`` on every arch in ``archs``.
+
+    ``prior``: an earlier scan's judged choices, the choices that may judge
+    differently now (``dirty_choices``) and the changed files; the others are
+    taken as they were (their kernel questions asked again, so the kernel
+    library's answers and diagnostics come out as in a scan from scratch).
+    ``record`` receives this scan's judged choices."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
     global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
     calls = [c for c in links.kernel_calls if c.option == option.dest]
+    about: dict[int, frozenset[str]] | None = None
+    out: list[BackendVerdict] = []
+    for choice in option.choices:
+        old = prior[0].get(choice) if prior is not None else None
+        if old is not None and prior is not None and choice not in prior[1] and \
+                not prior[2].any(old.reads):
+            for call, arch in old.kernel_asks:
+                kernels.support(call, arch)
+            judged = old
+        else:
+            asking = _Asking(kernels)
+            saved = index.recorder.open()
+            if about is None:
+                about = _about_sets([*findings, *global_quant], option, quantization)
+            try:
+                verdicts = _judge_choice(index, option, choice, findings, global_quant, calls,
+                                         archs, quantization, asking, about)
+            finally:
+                reads = index.recorder.close(saved, merge=False)
+            judged = Judged(reads, tuple(asking.asked), verdicts)
+        if record is not None:
+            record[choice] = judged
+        out.extend(judged.verdicts)
+    return out
+
+
+def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,
+                ) -> dict[int, frozenset[str]]:
+    """The choices each gate is about (``_about_choice``), by the gate's id.
+    A gate's condition depends on the choice only through its tests of this
+    option, so choices those tests cannot tell apart are decided together."""
+    about: dict[int, frozenset[str]] = {}
+    for finding in findings:
+        if finding.kind not in ("gate", "quant-gate"):
+            continue
+        tests = sorted({a.choices for a in atoms(finding.condition)
+                        if isinstance(a, OptionIs) and a.option == option.dest}, key=sorted)
+        groups: dict[tuple[bool, ...], list[str]] = {}
+        for choice in option.choices:
+            groups.setdefault(tuple(choice in t for t in tests), []).append(choice)
+        about[id(finding)] = frozenset(
+            c for members in groups.values() if _about_choice(finding.condition, Context(
+                options={option.dest: members[0]}, quantization=quantization)) for c in members)
+    return about
+
+
+class _Values:
+    """Conditions evaluated on each arch for one choice, each once."""
+
+    def __init__(self, dest: str, choice: str, quantization: str | None) -> None:
+        self.dest, self.choice, self.quantization = dest, choice, quantization
+        self._contexts: dict[Arch, Context] = {}
+        self._values: dict[tuple[int, Arch], Tri] = {}
+
+    def context(self, arch: Arch) -> Context:
+        ctx = self._contexts.get(arch)
+        if ctx is None:
+            ctx = self._contexts[arch] = Context(arch=arch, options={self.dest: self.choice},
+                                                 quantization=self.quantization)
+        return ctx
+
+    def __call__(self, pred: Predicate, arch: Arch) -> Tri:
+        key = (id(pred), arch)
+        value = self._values.get(key)
+        if value is None:
+            value = self._values[key] = pred.evaluate(self.context(arch))
+        return value
+
+
+def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
+                  global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
+                  quantization: str | None, kernels: KernelJudge,
+                  about_sets: dict[int, frozenset[str]]) -> list[BackendVerdict]:
     every = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
     origin = Evidence(option.path, option.line, "link", index.line_text(option.path, option.line),
                       f"{option.flag} choices")
     out: list[BackendVerdict] = []
-    for choice in option.choices:
-        # whether a gate is about this choice at all does not depend on the arch
-        choice_ctx = Context(options={option.dest: choice}, quantization=quantization)
-        about = {id(f): _about_choice(f.condition, choice_ctx) for f in [*findings, *global_quant]
-                 if f.kind in ("gate", "quant-gate")}
-        for arch in archs:
-            ctx = Context(arch=arch, options={option.dest: choice}, quantization=quantization)
-            blocking: list[Evidence] = []
-            positive: list[Evidence] = []
-            caveats: list[Evidence] = []
-            docs: list[Evidence] = []
-            conditions: list[str] = []
-            for finding in findings:
-                if finding.kind in ("gate", "quant-gate"):
-                    if about[id(finding)]:
-                        _judge_gate(index, finding, ctx, arch, all_archs, every, blocking,
-                                    positive, caveats, conditions)
-                elif finding.kind == "default" and finding.choice == choice:
-                    dctx = Context(arch=arch, quantization=quantization)
-                    if possible(finding.condition, dctx) and mentions_capability(
-                            finding.condition) and any(
-                            not possible(finding.condition, Context(arch=o,
-                                                                    quantization=quantization))
-                            for o in all_archs):
-                        positive.extend(_finding_evidence(
-                            index, finding, "default",
-                            f"{option.flag} auto resolves to {choice} when "
-                            f"{finding.condition.describe()}"))
-                elif finding.kind == "import":
-                    if finding.condition.evaluate(ctx) is Tri.TRUE:
-                        blocking.extend(_finding_evidence(
-                            index, finding, "import",
-                            f"name missing on {arch.name}: {finding.condition.describe()}"))
-                elif finding.kind == "doc" and finding.choice == choice:
-                    claims = finding.condition.evaluate(Context(arch=arch))
-                    if claims is Tri.TRUE:
-                        docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
-                                             f"help text names {arch.name} (weak evidence)"))
-                    elif finding.text.startswith("only: "):
-                        docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
-                                             f"help text excludes {arch.name} (weak evidence)"))
-                elif finding.kind == "select" and finding.choice == choice:
-                    value = finding.condition.evaluate(Context(arch=arch))
-                    caveats.extend(_finding_evidence(
-                        index, finding, "select",
-                        f"picks an implementation ({value.value} on {arch.name}); "
-                        "not a support claim"))
-            if quantization is not None:
-                for finding in global_quant:
-                    if about[id(finding)]:
-                        _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [],
-                                    caveats, conditions)
-            kernel_false, kernel_true, kernel_mixed = _judge_kernels(
-                index, calls, kernels, ctx, arch, every)
-            caveats.extend(kernel_mixed)
-            if blocking:
-                verdict, evidence = Verdict.BLOCKED, blocking
-            elif kernel_false:
-                verdict, evidence = Verdict.UNSUPPORTED, kernel_false
-            elif positive or kernel_true:
-                verdict, evidence = Verdict.SUPPORTED, [*positive, *kernel_true]
-            else:
-                verdict, evidence = Verdict.UNKNOWN, []
-            # the deciding fact last: `explain` ends where the verdict was decided
-            chain = _dedupe_keep_last([origin, *docs, *caveats, *evidence])
-            platform = platforms.get(choice)
-            out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
-                                      tuple(chain), platform, tuple(sorted(set(conditions)))))
+    # whether a gate is about this choice at all does not depend on the arch
+    about = {key: choice in choices for key, choices in about_sets.items()}
+    values = _Values(option.dest, choice, quantization)
+    choice_ctx = Context(options={option.dest: choice}, quantization=quantization)
+    specific = {id(c): _specific(c.condition, choice_ctx, every) for c in calls}
+    for arch in archs:
+        ctx = values.context(arch)
+        blocking: list[Evidence] = []
+        positive: list[Evidence] = []
+        caveats: list[Evidence] = []
+        docs: list[Evidence] = []
+        conditions: list[str] = []
+        for finding in findings:
+            if finding.kind in ("gate", "quant-gate"):
+                if about[id(finding)]:
+                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking,
+                                positive, caveats, conditions, values)
+            elif finding.kind == "default" and finding.choice == choice:
+                dctx = Context(arch=arch, quantization=quantization)
+                if possible(finding.condition, dctx) and mentions_capability(
+                        finding.condition) and any(
+                        not possible(finding.condition, Context(arch=o,
+                                                                quantization=quantization))
+                        for o in all_archs):
+                    positive.extend(_finding_evidence(
+                        index, finding, "default",
+                        f"{option.flag} auto resolves to {choice} when "
+                        f"{finding.condition.describe()}"))
+            elif finding.kind == "import":
+                if finding.condition.evaluate(ctx) is Tri.TRUE:
+                    blocking.extend(_finding_evidence(
+                        index, finding, "import",
+                        f"name missing on {arch.name}: {finding.condition.describe()}"))
+            elif finding.kind == "doc" and finding.choice == choice:
+                claims = finding.condition.evaluate(Context(arch=arch))
+                if claims is Tri.TRUE:
+                    docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                                         f"help text names {arch.name} (weak evidence)"))
+                elif finding.text.startswith("only: "):
+                    docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                                         f"help text excludes {arch.name} (weak evidence)"))
+            elif finding.kind == "select" and finding.choice == choice:
+                value = finding.condition.evaluate(Context(arch=arch))
+                caveats.extend(_finding_evidence(
+                    index, finding, "select",
+                    f"picks an implementation ({value.value} on {arch.name}); "
+                    "not a support claim"))
+        if quantization is not None:
+            for finding in global_quant:
+                if about[id(finding)]:
+                    _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [],
+                                caveats, conditions, values)
+        kernel_false, kernel_true, kernel_mixed = _judge_kernels(
+            index, calls, kernels, ctx, arch, every, values, specific)
+        caveats.extend(kernel_mixed)
+        if blocking:
+            verdict, evidence = Verdict.BLOCKED, blocking
+        elif kernel_false:
+            verdict, evidence = Verdict.UNSUPPORTED, kernel_false
+        elif positive or kernel_true:
+            verdict, evidence = Verdict.SUPPORTED, [*positive, *kernel_true]
+        else:
+            verdict, evidence = Verdict.UNKNOWN, []
+        # the deciding fact last: `explain` ends where the verdict was decided
+        chain = _dedupe_keep_last([origin, *docs, *caveats, *evidence])
+        platform = platforms.get(choice)
+        out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
+                                  tuple(chain), platform, tuple(sorted(set(conditions)))))
     return out
 
 
@@ -242,7 +384,9 @@ def _specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
 
 
 def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, ctx: Context,
-                   arch: Arch, every: frozenset[str]) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
+                   arch: Arch, every: frozenset[str], values: _Values | None = None,
+                   specific: dict[int, bool] | None = None,
+                   ) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
     """Kernel-library calls the choice can make, judged as a union.
 
     The choice's code may call different kernels for different models and
@@ -255,8 +399,9 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     trues: list[list[Evidence]] = []
     unknowns = 0
     for call in calls:
-        reach = call.condition.evaluate(ctx)
-        if reach is Tri.FALSE or not _specific(call.condition, ctx, every):
+        reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
+        if reach is Tri.FALSE or not (specific[id(call)] if specific is not None
+                                      else _specific(call.condition, ctx, every)):
             continue
         if not call.owned and reach is not Tri.TRUE:
             continue  # shared code that may or may not make this call for the choice
@@ -289,10 +434,12 @@ def _about_choice(cond: Predicate, choice_ctx: Context) -> bool:
 def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_archs: list[Arch],
                 every: frozenset[str],
                 blocking: list[Evidence], positive: list[Evidence], caveats: list[Evidence],
-                conditions: list[str]) -> None:
-    """One gate on one arch; the caller has checked it is ``_about_choice``."""
+                conditions: list[str], values: _Values) -> None:
+    """One gate on one arch; the caller has checked it is ``_about_choice``.
+    ``values`` evaluates conditions for this choice (``ctx`` is its context
+    for ``arch``)."""
     cond = finding.condition
-    value = cond.evaluate(ctx)
+    value = values(cond, arch)
     if value is Tri.TRUE:
         blocking.extend(_finding_evidence(
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
@@ -308,9 +455,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         if not _specific(cond, ctx, every):
             return  # another choice's gate, open only through other options
         if not mentions_capability(cond) or not any(
-                cond.evaluate(Context(arch=other, options=ctx.options,
-                                      quantization=ctx.quantization)) is not Tri.UNKNOWN
-                for other in all_archs):
+                values(cond, other) is not Tri.UNKNOWN for other in all_archs):
             return  # undecided on every arch alike: not architecture evidence
         undecided = _undecided(cond, ctx)
         caveats.extend(_finding_evidence(
@@ -321,9 +466,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
     if value is Tri.FALSE and mentions_capability(cond) and ctx.quantization is None or \
             value is Tri.FALSE and mentions_capability(cond):
         # the gate lets this arch through: positive evidence when it stops others
-        if any(cond.evaluate(Context(arch=other, options=ctx.options,
-                                     quantization=ctx.quantization)) is Tri.TRUE
-               for other in all_archs if other != arch):
+        if any(values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
             positive.extend(_finding_evidence(
                 index, finding, "gate", f"admits {arch.name}: raises only when "
                 f"{cond.describe()}"))

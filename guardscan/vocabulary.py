@@ -43,6 +43,7 @@ from guardscan.predicate import (
     atoms,
     conj,
     disj,
+    fast_reduce,
     flip_op,
     neg,
     substitute,
@@ -176,6 +177,10 @@ class Answer:
     value: object
     diagnostic: Diagnostic | None
     reads: tuple[Read, ...]
+
+
+for _cls in (Resolved, Answer):
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign,assignment]
 
 
 @dataclass
