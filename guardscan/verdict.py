@@ -223,6 +223,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
     calls = [c for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
+    shared = _Shared(option.dest)
     out: list[BackendVerdict] = []
     for choice in option.choices:
         old = prior[0].get(choice) if prior is not None else None
@@ -238,7 +239,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                 about = _about_sets([*findings, *global_quant], option, quantization)
             try:
                 verdicts = _judge_choice(index, option, choice, findings, global_quant, calls,
-                                         archs, quantization, asking, about)
+                                         archs, quantization, asking, about, shared)
             finally:
                 reads = index.recorder.close(saved, merge=False)
             judged = Judged(reads, tuple(asking.asked), verdicts)
@@ -268,33 +269,68 @@ def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str |
     return about
 
 
-class _Values:
-    """Conditions evaluated on each arch for one choice, each once."""
+class _Shared:
+    """What conditions come to for an option's choices, shared between
+    choices that the conditions' tests of the option cannot tell apart."""
 
-    def __init__(self, dest: str, choice: str, quantization: str | None) -> None:
-        self.dest, self.choice, self.quantization = dest, choice, quantization
+    def __init__(self, dest: str) -> None:
+        self.dest = dest
+        self.tests: dict[int, list[frozenset[str]]] = {}
+        self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
+        self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
+
+    def signature(self, pred: Predicate, choice: str) -> tuple[bool, ...]:
+        tests = self.tests.get(id(pred))
+        if tests is None:
+            tests = self.tests[id(pred)] = sorted(
+                {a.choices for a in atoms(pred) if isinstance(a, OptionIs) and a.option == self.dest},
+                key=sorted)
+        return tuple(choice in t for t in tests)
+
+
+class _Values:
+    """Conditions evaluated on each arch for one choice, each once (and once
+    for the choices that cannot tell them apart)."""
+
+    def __init__(self, shared: _Shared, choice: str, quantization: str | None) -> None:
+        self.shared, self.choice, self.quantization = shared, choice, quantization
         self._contexts: dict[Arch, Context] = {}
-        self._values: dict[tuple[int, Arch], Tri] = {}
+        self._signatures: dict[int, tuple[bool, ...]] = {}
 
     def context(self, arch: Arch) -> Context:
         ctx = self._contexts.get(arch)
         if ctx is None:
-            ctx = self._contexts[arch] = Context(arch=arch, options={self.dest: self.choice},
+            ctx = self._contexts[arch] = Context(arch=arch, options={self.shared.dest: self.choice},
                                                  quantization=self.quantization)
         return ctx
 
+    def _signature(self, pred: Predicate) -> tuple[bool, ...]:
+        signature = self._signatures.get(id(pred))
+        if signature is None:
+            signature = self._signatures[id(pred)] = self.shared.signature(pred, self.choice)
+        return signature
+
     def __call__(self, pred: Predicate, arch: Arch) -> Tri:
-        key = (id(pred), arch)
-        value = self._values.get(key)
+        key = (id(pred), arch, self._signature(pred))
+        value = self.shared.values.get(key)
         if value is None:
-            value = self._values[key] = pred.evaluate(self.context(arch))
+            value = self.shared.values[key] = pred.evaluate(self.context(arch))
+        return value
+
+    def specific(self, pred: Predicate, every: frozenset[str]) -> bool:
+        key = (id(pred), self._signature(pred))
+        value = self.shared.specific.get(key)
+        if value is None:
+            value = self.shared.specific[key] = _specific(
+                pred, Context(options={self.shared.dest: self.choice},
+                              quantization=self.quantization), every)
         return value
 
 
 def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
                   global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
                   quantization: str | None, kernels: KernelJudge,
-                  about_sets: dict[int, frozenset[str]]) -> list[BackendVerdict]:
+                  about_sets: dict[int, frozenset[str]], shared: _Shared) -> list[BackendVerdict]:
     every = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
@@ -303,9 +339,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
-    values = _Values(option.dest, choice, quantization)
-    choice_ctx = Context(options={option.dest: choice}, quantization=quantization)
-    specific = {id(c): _specific(c.condition, choice_ctx, every) for c in calls}
+    values = _Values(shared, choice, quantization)
     for arch in archs:
         ctx = values.context(arch)
         blocking: list[Evidence] = []
@@ -354,7 +388,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                     _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [],
                                 caveats, conditions, values)
         kernel_false, kernel_true, kernel_mixed = _judge_kernels(
-            index, calls, kernels, ctx, arch, every, values, specific)
+            index, calls, kernels, ctx, arch, every, values)
         caveats.extend(kernel_mixed)
         if blocking:
             verdict, evidence = Verdict.BLOCKED, blocking
@@ -385,7 +419,6 @@ def _specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
 
 def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, ctx: Context,
                    arch: Arch, every: frozenset[str], values: _Values | None = None,
-                   specific: dict[int, bool] | None = None,
                    ) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
     """Kernel-library calls the choice can make, judged as a union.
 
@@ -400,7 +433,7 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     unknowns = 0
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
-        if reach is Tri.FALSE or not (specific[id(call)] if specific is not None
+        if reach is Tri.FALSE or not (values.specific(call.condition, every) if values is not None
                                       else _specific(call.condition, ctx, every)):
             continue
         if not call.owned and reach is not Tri.TRUE:
