@@ -23,13 +23,14 @@ for byte; tests/test_incremental.py checks this for every kind of edit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
-from guardscan.index.observe import ALL, DATA, OUTCOME, Read, changed_keys
+from guardscan.index.observe import ALL, DATA, OUTCOME, Read, changed_keys, text_answer_changed
 from guardscan.predicate import Predicate
 from guardscan.vocabulary import Answer, QueryKey
 
@@ -38,13 +39,45 @@ __all__ = ["Changes", "LinkRecord", "Unit", "UnitKey"]
 UnitKey = tuple[str, ...]
 
 
+class Table:
+    """Numbers for values (reads, questions), so that a record stores each
+    value once and a set of them as a few bytes. A table only grows: numbers
+    of an earlier record stay valid in the next one."""
+
+    def __init__(self, items: list[Any] | None = None) -> None:
+        self.items: list[Any] = list(items or ())
+        self.ids: dict[Any, int] = {item: i for i, item in enumerate(self.items)}
+
+    def id(self, value: Any) -> int:
+        number = self.ids.get(value)
+        if number is None:
+            number = self.ids[value] = len(self.items)
+            self.items.append(value)
+        return number
+
+    def encode(self, values: Iterable[Any]) -> bytes:
+        return array("I", [self.id(v) for v in values]).tobytes()
+
+    def decode(self, data: bytes) -> list[Any]:
+        numbers = array("I")
+        numbers.frombytes(data)
+        return [self.items[i] for i in numbers]
+
+
+def numbers(data: bytes) -> array[int]:
+    found = array("I")
+    found.frombytes(data)
+    return found
+
+
 @dataclass
 class Unit:
-    """One unit of linking as it ran: what it read, asked and found."""
+    """One unit of linking as it ran: what it read, asked and found. Stored,
+    ``reads`` and ``queries`` are numbers in the record's tables."""
 
-    reads: tuple[Read, ...]
+    reads: tuple[Read, ...] | bytes
     #: vocabulary questions, each once, in the order first asked
-    queries: tuple[QueryKey, ...]
+    queries: tuple[QueryKey, ...] | bytes
     #: (key, whether it was followed already) for every follow-up it checked
     followed: tuple[tuple[Any, bool], ...]
     #: ((file, scope), condition) for every quantization context it used
@@ -63,8 +96,14 @@ class LinkRecord:
 
     #: what the units assume of the scan beyond the tree (options, enums...)
     context: str
-    answers: dict[QueryKey, Answer]
+    #: the tables the numbers in answers and units refer to
+    reads: list[Read]
+    keys: list[QueryKey]
+    #: answers (their reads as numbers) by question number
+    answers: dict[int, Answer]
     units: dict[UnitKey, Unit]
+    #: the option catalog: (reads, pre-filters asked, catalog), see ``scan``
+    catalog: Any = None
 
 
 class Changes:
@@ -76,6 +115,9 @@ class Changes:
                        for rel, (old, new, data) in changed.items()}
         self._lines: dict[str, list[str]] = {}
         self._memo: dict[Read, bool] = {}
+        #: the record's table of reads, for reads stored as numbers
+        self.table: list[Read] = []
+        self._touched: set[int] | None = None
 
     @property
     def files(self) -> frozenset[str]:
@@ -100,12 +142,21 @@ class Changes:
                 lines = self._lines[rel] = source_lines(data)
             line = key[1]
             return (lines[line - 1].strip() if 0 < line <= len(lines) else "") != key[2]
-        if keys is None or key in (ALL, DATA) or key[0] in ("re", "findall", "reader"):
+        if key[0] in ("re", "findall", "reader"):
+            return text_answer_changed(key, data)
+        if keys is None or key in (ALL, DATA):
             return True
         if key == OUTCOME:
             return False
         return key in keys[0] or (keys[1] and key[0] == "name")
 
-    def any(self, reads: tuple[Read, ...]) -> bool:
+    def any(self, reads: tuple[Read, ...] | bytes) -> bool:
+        """Does the change touch any of ``reads``?"""
+        if isinstance(reads, bytes):
+            if self._touched is None:
+                files = self._files
+                self._touched = {i for i, read in enumerate(self.table)
+                                 if read[0] in files and self.touches(read)}
+            return not self._touched.isdisjoint(numbers(reads))
         files = self._files
         return any(read[0] in files and self.touches(read) for read in reads)

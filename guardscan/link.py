@@ -39,12 +39,12 @@ import re
 from collections import Counter
 from functools import partial
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guardscan.index import Index
 from guardscan.index.facts import CallFact
-from guardscan.incremental import Changes, LinkRecord, Unit, UnitKey
+from guardscan.incremental import Changes, LinkRecord, Table, Unit, UnitKey, numbers
 from guardscan.index.observe import FactsView
 from guardscan.predicate import (
     Const,
@@ -69,6 +69,7 @@ from guardscan.vocabulary import (
     EnumMemberV,
     ExtV,
     FuncV,
+    Answer,
     OptionModel,
     QueryKey,
     Resolved,
@@ -216,7 +217,7 @@ class _Linker:
             self.links.findings.extend(prior.findings)
             self.links.kernel_calls.extend(prior.kernel_calls)
             self._followed.update(k for k, present in prior.followed if not present)
-            for query in prior.queries:
+            for query in self._queries(prior):
                 answer = self.vocab.answers.get(query) or self.vocab.stored.get(query)
                 if answer is not None and answer.diagnostic is not None:
                     self.vocab.report(answer.diagnostic)
@@ -265,7 +266,7 @@ class _Linker:
         changes = self.changes
         if changes is None or changes.any(prior.reads):
             return False
-        for query in prior.queries:
+        for query in self._queries(prior):
             if query not in self.vocab.stored and not self.vocab.same_answer(query):
                 return False
         for where, cond in prior.quant:
@@ -547,14 +548,33 @@ class _Linker:
 
     def record(self) -> LinkRecord:
         """This scan's linking, for the next scan: its units, and the answers
-        they used."""
-        answers = {}
-        for unit in self.units.values():
-            for query in unit.queries:
+        they used (extending the earlier record's tables, whose numbers the
+        replayed units and kept answers use)."""
+        reads = Table(self.prior.reads if self.prior is not None else None)
+        keys = Table(self.prior.keys if self.prior is not None else None)
+        answers: dict[int, Answer] = {}
+        units: dict[UnitKey, Unit] = {}
+        for key, unit in self.units.items():
+            queries = self._queries(unit)
+            for query in queries:
+                number = keys.id(query)
+                if number in answers:
+                    continue
                 answer = self.vocab.answers.get(query) or self.vocab.stored.get(query)
                 if answer is not None:
-                    answers[query] = answer
-        return LinkRecord(self.context(), answers, self.units)
+                    if not isinstance(answer.reads, bytes):
+                        answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads))
+                    answers[number] = answer
+            if not isinstance(unit.reads, bytes):
+                unit = replace(unit, reads=reads.encode(unit.reads), queries=keys.encode(queries))
+            units[key] = unit
+        return LinkRecord(self.context(), reads.items, keys.items, answers, units)
+
+    def _queries(self, unit: Unit) -> list[QueryKey] | tuple[QueryKey, ...]:
+        if isinstance(unit.queries, bytes):
+            assert self.prior is not None
+            return [self.prior.keys[i] for i in numbers(unit.queries)]
+        return unit.queries
 
     def context(self) -> str:
         """What units assume beyond the tree: the options and the enums."""
@@ -918,9 +938,10 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     if prior is not None and prior[0].context == linker.context():
         record, changes = prior
         linker.links.changed = Links()
+        changes.table = record.reads
         stored, former = {}, {}
-        for key, answer in record.answers.items():
-            (former if changes.any(answer.reads) else stored)[key] = answer
+        for number, answer in record.answers.items():
+            (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
         vocab.stored, vocab.former = stored, former
         linker.prior, linker.changes = record, changes
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))

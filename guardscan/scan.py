@@ -19,7 +19,9 @@ from guardscan.acquire import (
     default_cache_dir,
 )
 from guardscan.arch import Arch, standard_archs
+from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import Index
+from guardscan.index.observe import Read
 from guardscan.index.warm import Warmer
 from guardscan.link import Links, collect_links, option_model
 from guardscan.options import OptionCatalog, build_catalog
@@ -122,8 +124,9 @@ def _analyse(opts: ScanOptions) -> Analysis:
     index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
     if results is not None:
         results.prime(index)
+    prior = results.prior_links(index) if results is not None else None
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
-    catalog = build_catalog(index)
+    catalog, kept = _catalog(index, prior)
     options = list(catalog.options)
     if opts.options:
         wanted = {o if o.startswith("--") else f"--{o}" for o in opts.options}
@@ -143,10 +146,34 @@ def _analyse(opts: ScanOptions) -> Analysis:
         index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, results, index, catalog,
-                               options)
+                               options, prior, kept)
     finally:
         if warmer is not None:
             warmer.stop()
+
+
+Kept = tuple[tuple[Read, ...], tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]],
+                                     ...], OptionCatalog]
+
+
+def _catalog(index: Index, prior: tuple[LinkRecord, Changes] | None,
+             ) -> tuple[OptionCatalog, Kept | None]:
+    """The option catalog: the earlier scan's when nothing it read changed
+    (its facts, texts and pre-filter answers), else read again. Also returns
+    what to keep of it for the next scan (None when it was not read again)."""
+    if prior is not None and prior[0].catalog is not None:
+        reads, greps, catalog = prior[0].catalog
+        if not prior[1].any(reads) and all(
+                tuple(index.grep_re(pattern, within)) == matched
+                for pattern, within, matched in greps):
+            return catalog, None
+    mark = len(index.grep_log)
+    saved = index.recorder.open()
+    try:
+        catalog = build_catalog(index)
+    finally:
+        reads = index.recorder.close(saved, merge=False)
+    return catalog, (reads, tuple(index.grep_log[mark:]), catalog)
 
 
 def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
@@ -164,20 +191,22 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
 
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
                     kernel_note: str, results: ResultCache | None, index: Index,
-                    catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
+                    catalog: OptionCatalog, options: list[OptionInfo],
+                    prior: tuple[LinkRecord, Changes] | None, kept: Kept | None) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     model = option_model(catalog.options, catalog.enums, catalog.quantization)
     vocab = Vocabulary(index, model)
     _say(opts, "linking choices to code")
     enum_names = [e.qualname.rsplit(".", 1)[-1] for e in catalog.enums if e.option_dests]
     enum_methods = [m for e in catalog.enums if e.option_dests for m, _ in e.predicates]
-    prior = results.prior_links(index) if results is not None else None
     links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
                           enum_methods, prior=prior)
     replayed, ran = links.units
     if prior is not None:
         _say(opts, f"linking: {replayed} units replayed, {ran} run again")
     if results is not None and links.record is not None:
+        links.record.catalog = kept if kept is not None else (
+            prior[0].catalog if prior is not None else None)
         results.store_links(links.record)
     links.record = None
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
@@ -241,7 +270,8 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         diagnostics.append(Diagnostic(rel, 0, "file-skipped", reason))
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
-        results.store(index, kernel_tree, result, replayed=replayed > 0, judged=record)
+        results.store(index, kernel_tree, result, replayed=replayed > 0 or kept is None,
+                      judged=record)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
                     results.outcome if results is not None else "")
 

@@ -176,7 +176,8 @@ class Answer:
 
     value: object
     diagnostic: Diagnostic | None
-    reads: tuple[Read, ...]
+    #: stored: numbers in the record's table of reads
+    reads: tuple[Read, ...] | bytes
 
 
 for _cls in (Resolved, Answer):

@@ -202,6 +202,16 @@ def test_real_release_one_file_changed(fixture: str, tmp_path: Path,
     assert _json(changed) != text
     reference = _analyse(target, cache, full=True)
     assert _json(changed) == _json(reference)
+    # linking was incremental: most units replayed, the guard's users run again
+    assert changed.links is not None
+    replayed, ran = changed.links.units
+    assert replayed > ran > 0, changed.links.units
+    # and back to the old meaning, by replay again: the first result exactly
+    common.write_text(source, encoding="utf-8")
+    _touch_later(common)
+    back = _analyse(target, cache)
+    assert back.links is not None and back.links.units[0] > 0, back.cache
+    assert _json(back) == text
 
 
 def test_a_new_option_in_a_file_that_was_only_grepped(tmp_path: Path) -> None:
@@ -275,3 +285,42 @@ def test_several_files_changed_at_once(tmp_path: Path) -> None:
     read = _analyse(root, cache)
     assert read.index is not None, read.cache
     assert _json(read) == _fresh(root, tmp_path)
+
+
+def test_changed_keys_agree_with_unseen_change(tmp_path: Path) -> None:
+    """What incremental linking takes as touched by a change is what the
+    result cache's early cutoff takes as seen, observation by observation."""
+    checked = 0
+    for name in TREES:
+        root = tmp_path / name
+        shutil.copytree(FIXTURES / name, root)
+        first = _analyse(root, tmp_path / "cache", full=True)
+        assert first.index is not None
+        checked += _check_keys(first)
+    assert checked > 100
+
+
+def _check_keys(first: Analysis) -> int:
+    from guardscan.incremental import Changes
+    from guardscan.index.observe import unseen_change
+
+    index = first.index
+    assert index is not None
+    checked = 0
+    for rel, seen in sorted(index.seen.items()):
+        path = first.tree.path_of(rel)
+        source = path.read_bytes()
+        old = index.outcome_of(rel, source)
+        for how in EDITS:
+            if not _edit(path, how):
+                continue
+            data = path.read_bytes()
+            new = index.outcome_of(rel, data)
+            changes = Changes({rel: (old, new, data)})
+            for key in seen:
+                touched = changes.touches((rel, key))
+                assert touched == (unseen_change(old, new, {key}, data) is not None), (
+                    rel, how, key)
+                checked += 1
+            path.write_bytes(source)
+    return checked

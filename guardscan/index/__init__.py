@@ -92,28 +92,33 @@ class Index:
     # -- raw text ------------------------------------------------------------------
     def data(self, rel: str) -> bytes | None:
         """The file's bytes; a reader of them may see any change."""
-        self.seen.setdefault(rel, set()).add(DATA)
+        self._note(rel, DATA)
         return self._read(rel)
 
     def search(self, rel: str, pattern: re.Pattern[bytes]) -> bool:
         """Whether the file's bytes match ``pattern`` (seen again on change)."""
         found = bool(pattern.search(self._read(rel) or b""))
-        self.seen.setdefault(rel, set()).add(("re", pattern.pattern, pattern.flags, found))
+        self._note(rel, ("re", pattern.pattern, pattern.flags, found))
         return found
 
     def findall(self, rel: str, pattern: re.Pattern[bytes]) -> tuple[Any, ...]:
         """``pattern.findall`` of the file's bytes (seen again on change)."""
         found = tuple(pattern.findall(self._read(rel) or b""))
-        self.seen.setdefault(rel, set()).add(("findall", pattern.pattern, pattern.flags, found))
+        self._note(rel, ("findall", pattern.pattern, pattern.flags, found))
         return found
 
     def text_answer(self, rel: str, reader: Callable[[bytes], _Answer]) -> _Answer:
         """``reader`` of the file's bytes; ``reader`` is a module-level function
         of guardscan, asked again of the new bytes when the file changes."""
         found = reader(self._read(rel) or b"")
-        self.seen.setdefault(rel, set()).add(
-            ("reader", reader.__module__, reader.__qualname__, found))
+        self._note(rel, ("reader", reader.__module__, reader.__qualname__, found))
         return found
+
+    def _note(self, rel: str, key: tuple[Any, ...]) -> None:
+        self.seen.setdefault(rel, set()).add(key)
+        frame = self.recorder.frame
+        if frame is not None:
+            frame.add((rel, key))
 
     def _read(self, rel: str) -> bytes | None:
         if rel in self._data:
@@ -183,7 +188,7 @@ class Index:
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:
         """How the file was read, and all its facts (any change is seen)."""
-        self.seen.setdefault(rel, set()).add(ALL)
+        self._note(rel, ALL)
         return self._outcome(rel)
 
     def _outcome(self, rel: str) -> FileOutcome:

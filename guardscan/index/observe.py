@@ -49,7 +49,7 @@ from guardscan.index.facts import (
 )
 
 __all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen",
-           "changed_keys", "unseen_change"]
+           "changed_keys", "text_answer_changed", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
@@ -338,6 +338,13 @@ def _reader(key: tuple[Any, ...], data: bytes) -> Any:
 #: observations that are answers of the file's bytes, asked again of new bytes
 _TEXT_QUERIES: dict[str, Callable[[tuple[Any, ...], bytes], Any]] = {
     "re": _search, "findall": _findall, "reader": _reader}
+
+
+def text_answer_changed(key: tuple[Any, ...], data: bytes) -> bool:
+    """For a text-query observation (``re``, ``findall``, ``reader``): does
+    ``data`` answer it differently? False for any other observation."""
+    query = _TEXT_QUERIES.get(key[0])
+    return query is not None and query(key, data) != key[-1]
 
 
 def _cond(facts: FileFacts, number: int) -> tuple[Cond, str] | None:
