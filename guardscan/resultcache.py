@@ -100,9 +100,10 @@ _code_fingerprint()
 
 def _stat_tree(tree: SourceTree) -> dict[str, Stat]:
     stats = {}
+    root = str(tree.root)
     for rel in tree.files:
         try:
-            st = tree.path_of(rel).stat()
+            st = os.stat(os.path.join(root, rel))
         except OSError:
             continue
         stats[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
@@ -134,6 +135,8 @@ class ResultCache:
         self._reads: _Reads | None = None
         #: pairs this scan's entry with its records of reads and linking
         self.token = os.urandom(8).hex()
+        #: the kernel library's stat, when ``load`` took it
+        self.kernel_stats: dict[str, Stat] | None = None
         #: why the last ``load`` missed, or how it hit (for progress and tests)
         self.outcome = ""
         #: the tree's stat before the scan read anything, and when it was taken
@@ -165,8 +168,9 @@ class ResultCache:
         if set(stats) != set(entry.stats):
             self.outcome = "files added or removed"
             return None
+        self.kernel_stats = _stat_tree(kernel_tree) if kernel_tree is not None else None
         if (kernel_tree is None) != (entry.kernel_stats is None) or (
-                kernel_tree is not None and _stat_tree(kernel_tree) != entry.kernel_stats):
+                kernel_tree is not None and self.kernel_stats != entry.kernel_stats):
             self.outcome = "kernel library changed"
             return None
         # a file written just before the stat was taken may be written again in
@@ -325,7 +329,8 @@ class ResultCache:
             used=used,
             read=read,
             greps=list(index.grep_log),
-            kernel_stats=_stat_tree(kernel_tree) if kernel_tree is not None else None,
+            kernel_stats=self.kernel_stats if self.kernel_stats is not None or kernel_tree is None
+            else _stat_tree(kernel_tree),
             result=result,
             stat_ns=self.stat_ns,
         )

@@ -340,6 +340,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
     values = _Values(shared, choice, quantization)
+    # kernel calls that single out this choice (the same on every arch)
+    calls = [c for c in calls if values.specific(c.condition, every)]
     for arch in archs:
         ctx = values.context(arch)
         blocking: list[Evidence] = []
@@ -433,9 +435,8 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     unknowns = 0
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
-        if reach is Tri.FALSE or not (values.specific(call.condition, every) if values is not None
-                                      else _specific(call.condition, ctx, every)):
-            continue
+        if reach is Tri.FALSE or values is None and not _specific(call.condition, ctx, every):
+            continue  # (with ``values``, the caller kept the calls specific to the choice)
         if not call.owned and reach is not Tri.TRUE:
             continue  # shared code that may or may not make this call for the choice
         if not kernels.covers(call):
