@@ -23,51 +23,28 @@ for byte; tests/test_incremental.py checks this for every kind of edit.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
-from guardscan.index.observe import ALL, DATA, OUTCOME, Read, changed_keys, text_answer_changed
+from guardscan.index.observe import (
+    ALL,
+    DATA,
+    OUTCOME,
+    Read,
+    Table,
+    changed_keys,
+    numbers,
+    text_answer_changed,
+)
 from guardscan.predicate import Predicate
 from guardscan.vocabulary import Answer, QueryKey
 
-__all__ = ["Changes", "LinkRecord", "Unit", "UnitKey"]
+__all__ = ["Changes", "LinkRecord", "Table", "Unit", "UnitKey", "numbers"]
 
 UnitKey = tuple[str, ...]
-
-
-class Table:
-    """Numbers for values (reads, questions), so that a record stores each
-    value once and a set of them as a few bytes. A table only grows: numbers
-    of an earlier record stay valid in the next one."""
-
-    def __init__(self, items: list[Any] | None = None) -> None:
-        self.items: list[Any] = list(items or ())
-        self.ids: dict[Any, int] = {item: i for i, item in enumerate(self.items)}
-
-    def id(self, value: Any) -> int:
-        number = self.ids.get(value)
-        if number is None:
-            number = self.ids[value] = len(self.items)
-            self.items.append(value)
-        return number
-
-    def encode(self, values: Iterable[Any]) -> bytes:
-        return array("I", [self.id(v) for v in values]).tobytes()
-
-    def decode(self, data: bytes) -> list[Any]:
-        numbers = array("I")
-        numbers.frombytes(data)
-        return [self.items[i] for i in numbers]
-
-
-def numbers(data: bytes) -> array[int]:
-    found = array("I")
-    found.frombytes(data)
-    return found
 
 
 @dataclass

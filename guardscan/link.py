@@ -191,6 +191,8 @@ class _Linker:
         #: this scan's units; an earlier scan's, and what changed since
         self.units: dict[UnitKey, Unit] = {}
         self.prior: LinkRecord | None = None
+        #: numbers for reads, extending the earlier record's
+        self.reads = Table()
         self.changes: Changes | None = None
         #: units replayed / run (for progress and tests)
         self.replayed = 0
@@ -239,7 +241,7 @@ class _Linker:
             reads = recorder.close(saved, merge=False)
             self.vocab.asked = self._followed_log = self._quant_log = None
         unit = self.units[key] = Unit(
-            reads, tuple(dict.fromkeys(asked)), tuple(followed), tuple(dict.fromkeys(quant)),
+            self.reads.encode(reads), tuple(dict.fromkeys(asked)), tuple(followed), tuple(dict.fromkeys(quant)),
             self.links.findings[findings:], self.links.kernel_calls[calls:],
             tuple(self.index.grep_log[greps:]), state[0]() if state is not None else None)
         if self.prior is not None:
@@ -550,7 +552,7 @@ class _Linker:
         """This scan's linking, for the next scan: its units, and the answers
         they used (extending the earlier record's tables, whose numbers the
         replayed units and kept answers use)."""
-        reads = Table(self.prior.reads if self.prior is not None else None)
+        reads = self.reads
         keys = Table(self.prior.keys if self.prior is not None else None)
         answers: dict[int, Answer] = {}
         units: dict[UnitKey, Unit] = {}
@@ -565,8 +567,8 @@ class _Linker:
                     if not isinstance(answer.reads, bytes):
                         answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads))
                     answers[number] = answer
-            if not isinstance(unit.reads, bytes):
-                unit = replace(unit, reads=reads.encode(unit.reads), queries=keys.encode(queries))
+            if not isinstance(unit.queries, bytes):
+                unit = replace(unit, queries=keys.encode(queries))
             units[key] = unit
         return LinkRecord(self.context(), reads.items, keys.items, answers, units)
 
@@ -944,6 +946,8 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
             (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
         vocab.stored, vocab.former = stored, former
         linker.prior, linker.changes = record, changes
+        linker.reads = Table(record.reads)
+    vocab.reads_table = linker.reads
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")

@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
-from guardscan.index import FACTS_VERSION, MAX_FILE_BYTES, Index, store_pickle
+from guardscan.index import (
+    FACTS_VERSION,
+    MAX_FILE_BYTES,
+    Index,
+    load_pickles,
+    store_pickle,
+    store_pickles,
+)
 from guardscan.index.extract import source_lines
 from guardscan.incremental import Changes, LinkRecord
 from guardscan.index.facts import FileOutcome
@@ -77,10 +84,28 @@ class _JudgedEntry:
     token: str = ""
 
 
-@dataclass
-class _LinkEntry:
-    record: LinkRecord
-    token: str = ""
+#: answers per pickle in a stored link record (units: a sixteenth of it)
+_CHUNK = 4096
+
+
+def _load_links(path: Path, token: str) -> LinkRecord | None:
+    """The link record ``store_links`` wrote, if it pairs with ``token``."""
+    pieces = load_pickles(path)
+    try:
+        assert pieces is not None
+        kind, stored_token, context, reads, keys, catalog = pieces[0]  # type: ignore[misc]
+        if kind != "links" or stored_token != token:
+            return None
+        split = pieces.index(None)
+        answers: dict[int, Any] = {}
+        for chunk in pieces[1:split]:
+            answers.update(chunk)  # type: ignore[call-overload]
+        units: dict[Any, Any] = {}
+        for chunk in pieces[split + 1:]:
+            units.update(chunk)  # type: ignore[call-overload]
+    except Exception:  # noqa: BLE001 - corrupt: a miss
+        return None
+    return LinkRecord(context, reads, keys, answers, units, catalog)
 
 
 @lru_cache(maxsize=1)
@@ -236,8 +261,8 @@ class ResultCache:
         entry = self._entry
         if entry is None:
             return None
-        record = _load(self.links_path, _LinkEntry)
-        if record is None or record.token != entry.token:
+        record = _load_links(self.links_path, entry.token)
+        if record is None:
             return None
         reads = self._reads or _load(self.reads_path, _Reads)
         if reads is None or reads.token != entry.token:
@@ -252,7 +277,7 @@ class ResultCache:
             if old is None:
                 return None
             changed[rel] = (old, index.outcome_of(rel, data), data)
-        return record.record, Changes(changed)
+        return record, Changes(changed)
 
     def _unseen(self, index: Index, reads: _Reads, rel: str, data: bytes,
                 used: bool) -> str | None:
@@ -276,7 +301,12 @@ class ResultCache:
     def store_links(self, record: LinkRecord) -> None:
         """Keep this scan's linking (written before the entry, which pairs with
         it by token; see ``store``)."""
-        store_pickle(self.links_path, _LinkEntry(record, self.token))
+        answers, units = list(record.answers.items()), list(record.units.items())
+        store_pickles(self.links_path, [
+            ("links", self.token, record.context, record.reads, record.keys, record.catalog),
+            *(dict(answers[i:i + _CHUNK]) for i in range(0, len(answers), _CHUNK)),
+            None,
+            *(dict(units[i:i + _CHUNK // 16]) for i in range(0, len(units), _CHUNK // 16))])
 
     def prior_judged(self) -> dict[str, dict[str, Any]] | None:
         """After a miss with the same files: the stored scan's judged choices

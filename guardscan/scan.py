@@ -145,8 +145,10 @@ def _analyse(opts: ScanOptions) -> Analysis:
     if warmer is not None:
         index.after_prefetch = warmer.go
     try:
+        # handed over, not kept here: the earlier record is let go after linking
+        held, prior = [prior], None
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, results, index, catalog,
-                               options, prior, kept)
+                               options, held, kept)
     finally:
         if warmer is not None:
             warmer.stop()
@@ -192,7 +194,9 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
                     kernel_note: str, results: ResultCache | None, index: Index,
                     catalog: OptionCatalog, options: list[OptionInfo],
-                    prior: tuple[LinkRecord, Changes] | None, kept: Kept | None) -> Analysis:
+                    held: list[tuple[LinkRecord, Changes] | None], kept: Kept | None,
+                    ) -> Analysis:
+    prior = held.pop()
     cache_dir = opts.cache_dir or default_cache_dir()
     model = option_model(catalog.options, catalog.enums, catalog.quantization)
     vocab = Vocabulary(index, model)
@@ -204,17 +208,22 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     replayed, ran = links.units
     if prior is not None:
         _say(opts, f"linking: {replayed} units replayed, {ran} run again")
-    if results is not None and links.record is not None:
-        links.record.catalog = kept if kept is not None else (
-            prior[0].catalog if prior is not None else None)
-        results.store_links(links.record)
-    links.record = None
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
     # text, 1,727 files' facts, the interpreter's memos). Later readers reload.
     index.release_text()
     vocab.release_caches()
     index.drop_facts()
+    changes = prior[1] if prior is not None else None
+    if results is not None and links.record is not None:
+        # kept for the next scan, written now that the memos are gone (the
+        # peak), and not held while the kernel library is read
+        links.record.catalog = kept if kept is not None else (
+            prior[0].catalog if prior is not None else None)
+        prior = None
+        results.store_links(links.record)
+    prior = None
+    links.record = None
     result = ScanResult(
         guardscan=__version__,
         target=PackageRef(tree.package, tree.version, str(tree.root / tree.package)),
@@ -245,15 +254,15 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     _say(opts, "judging")
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
-    judged = results.prior_judged() if results is not None and prior is not None and \
+    judged = results.prior_judged() if results is not None and changes is not None and \
         links.changed is not None else None
     dirty = dirty_choices(links.changed, options, opts.quantization) \
         if judged is not None and links.changed is not None else {}
     record: dict[str, dict[str, Judged]] = {}
     for option in options:
         choices = record[option.dest] = {}
-        earlier = (judged.get(option.dest, {}), dirty.get(option.dest, set()), prior[1]) \
-            if judged is not None and prior is not None else None
+        earlier = (judged.get(option.dest, {}), dirty.get(option.dest, set()), changes) \
+            if judged is not None and changes is not None else None
         result.backends.extend(judge(index, links, option, opts.archs, opts.quantization,
                                      kernel_judge, earlier, choices))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,

@@ -26,7 +26,7 @@ from typing import Union
 
 from guardscan.index import Index
 from guardscan.index.facts import AssignFact, FunctionFact, ReturnFact, target_names
-from guardscan.index.observe import STARS, FactsView, Read
+from guardscan.index.observe import STARS, FactsView, Read, Table
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -230,6 +230,8 @@ class Vocabulary:
         #: answers of an earlier scan that a change may have touched
         self.former: Mapping[QueryKey, Answer] = {}
         self.asked: list[QueryKey] | None = None
+        #: when set, answers keep their reads as numbers in this table
+        self.reads_table: Table | None = None
         self._module_cache: dict[str, dict[str, list[object]]] = {}
         self._reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
         self._local_memo: dict[tuple[str, str, str, int], tuple[
@@ -279,7 +281,8 @@ class Vocabulary:
                     value, diagnostic = compute()
                 finally:
                     reads = self._rec.close(saved, merge=False)
-                answer = Answer(value, diagnostic, reads)
+                answer = Answer(value, diagnostic, self.reads_table.encode(reads)
+                                if self.reads_table is not None else reads)
             self.answers[key] = answer
         if self.asked is not None:
             self.asked.append(key)
@@ -325,9 +328,9 @@ class Vocabulary:
         return self.ask(("v", text, rel, scope, line), compute)  # type: ignore[return-value]
 
     def value_at(self, node: ast.expr, rel: str, scope: str, line: int) -> Value:
-        """The value of a sub-expression (of a parsed expression) in ``rel``."""
-        return self.ask(("n", ast.dump(node), rel, scope, line),  # type: ignore[return-value]
-                        lambda: (self._top_value(node, rel, scope, line), None))
+        """The value of a sub-expression (of a parsed expression) in ``rel``,
+        asked as its text (so a later scan can ask it again)."""
+        return self.value(_unparse(node), rel, scope, line)
 
     def _top_value(self, node: ast.AST, rel: str, scope: str, line: int) -> Value:
         try:

@@ -358,6 +358,36 @@ def store_pickle(path: Path, value: object) -> bool:
     return True
 
 
+def store_pickles(path: Path, values: Iterable[object]) -> bool:
+    """Like ``store_pickle``, for a sequence written as one pickle after
+    another: each has its own memo, so a large record costs little memory to
+    write (a single pickle's memo holds every object it wrote)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            for value in values:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
+
+
+def load_pickles(path: Path) -> list[object] | None:
+    """What ``store_pickles`` wrote; None when missing or corrupt."""
+    values = []
+    try:
+        with path.open("rb") as handle:
+            while True:
+                try:
+                    values.append(pickle.load(handle))
+                except EOFError:
+                    return values
+    except Exception:  # noqa: BLE001 - missing or corrupt
+        return None
+
+
 def trie_pattern(needles: Iterable[bytes]) -> bytes:
     """A regular expression that finds any of ``needles``, shaped as a trie.
 

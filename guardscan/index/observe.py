@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -48,8 +49,8 @@ from guardscan.index.facts import (
     target_names,
 )
 
-__all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen",
-           "changed_keys", "text_answer_changed", "unseen_change"]
+__all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen", "Table",
+           "changed_keys", "numbers", "text_answer_changed", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
@@ -61,6 +62,37 @@ OUTCOME: tuple[str] = ("outcome",)
 
 #: a read: (file, observation)
 Read = tuple[str, tuple[Any, ...]]
+
+
+class Table:
+    """Numbers for values (reads, questions), so that a record stores each
+    value once and a set of them as a few bytes. A table only grows: numbers
+    of an earlier record stay valid in the next one."""
+
+    def __init__(self, items: list[Any] | None = None) -> None:
+        self.items: list[Any] = list(items or ())
+        self.ids: dict[Any, int] = {item: i for i, item in enumerate(self.items)}
+
+    def id(self, value: Any) -> int:
+        number = self.ids.get(value)
+        if number is None:
+            number = self.ids[value] = len(self.items)
+            self.items.append(value)
+        return number
+
+    def encode(self, values: Iterable[Any]) -> bytes:
+        return array("I", [self.id(v) for v in values]).tobytes()
+
+    def decode(self, data: bytes) -> list[Any]:
+        numbers = array("I")
+        numbers.frombytes(data)
+        return [self.items[i] for i in numbers]
+
+
+def numbers(data: bytes) -> array[int]:
+    found = array("I")
+    found.frombytes(data)
+    return found
 
 
 class Recorder:
