@@ -160,6 +160,8 @@ class ResultCache:
         self._reads: _Reads | None = None
         #: pairs this scan's entry with its records of reads and linking
         self.token = os.urandom(8).hex()
+        #: the process writing the link record, if one was forked
+        self._writer = 0
         #: the kernel library's stat, when ``load`` took it
         self.kernel_stats: dict[str, Stat] | None = None
         #: why the last ``load`` missed, or how it hit (for progress and tests)
@@ -298,15 +300,44 @@ class ResultCache:
             return "its earlier facts are not cached"
         return unseen_change(old, index.outcome_of(rel, data), seen, data)
 
-    def store_links(self, record: LinkRecord) -> None:
+    def store_links(self, record: LinkRecord, background: bool = False) -> None:
         """Keep this scan's linking (written before the entry, which pairs with
-        it by token; see ``store``)."""
+        it by token; see ``store``). ``background``: write it from a forked
+        process while this one goes on (the process is small then: after a
+        change, most of the linking was replayed, not computed); ``store``
+        waits for it."""
+        if background and hasattr(os, "fork"):
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1
+            if pid == 0:  # the writer: nothing else, no exit handlers
+                code = 1
+                try:
+                    code = 0 if self._write_links(record) else 1
+                finally:
+                    os._exit(code)
+            if pid > 0:
+                self._writer = pid
+                return
+        self._write_links(record)
+
+    def _write_links(self, record: LinkRecord) -> bool:
         answers, units = list(record.answers.items()), list(record.units.items())
-        store_pickles(self.links_path, [
+        return store_pickles(self.links_path, [
             ("links", self.token, record.context, record.reads, record.keys, record.catalog),
             *(dict(answers[i:i + _CHUNK]) for i in range(0, len(answers), _CHUNK)),
             None,
             *(dict(units[i:i + _CHUNK // 16]) for i in range(0, len(units), _CHUNK // 16))])
+
+    def wait_for_writer(self) -> None:
+        """Wait for ``store_links``'s forked writer, if any."""
+        if self._writer:
+            try:
+                os.waitpid(self._writer, 0)
+            except OSError:
+                pass
+            self._writer = 0
 
     def prior_judged(self) -> dict[str, dict[str, Any]] | None:
         """After a miss with the same files: the stored scan's judged choices
@@ -367,6 +398,7 @@ class ResultCache:
         token = self.token
         entry.token = token
         reads = _Reads(seen=seen, lines=lines, fact_keys=fact_keys, token=token)
+        self.wait_for_writer()
         # the records first: an entry is never paired with older ones
         if store_pickle(self.reads_path, reads) and (
                 judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token))):

@@ -152,6 +152,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
     finally:
         if warmer is not None:
             warmer.stop()
+        if results is not None:
+            results.wait_for_writer()
 
 
 Kept = tuple[tuple[Read, ...], tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]],
@@ -220,8 +222,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         # peak), and not held while the kernel library is read
         links.record.catalog = kept if kept is not None else (
             prior[0].catalog if prior is not None else None)
+        background = prior is not None
         prior = None
-        results.store_links(links.record)
+        results.store_links(links.record, background)
     prior = None
     links.record = None
     result = ScanResult(

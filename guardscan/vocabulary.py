@@ -71,7 +71,7 @@ def looks_like_arch_guard(text: str) -> bool:
     return bool(_ARCH_WORDS.search(text))
 
 
-@lru_cache(maxsize=16_384)  # trees are large: 200,000 of them took 116 MB
+@lru_cache(maxsize=8_192)  # trees are large: 200,000 of them took 116 MB
 def parse_expr(text: str) -> ast.expr | None:
     try:
         return ast.parse("(" + text + "\n)", mode="eval").body
