@@ -278,6 +278,9 @@ class _Shared:
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
+        self.mentions: dict[int, bool] = {}
+        self.undecided: dict[tuple[int, Arch, tuple[bool, ...]],
+                             tuple[bool, tuple[str, ...], list[str] | None]] = {}
 
     def signature(self, pred: Predicate, choice: str) -> tuple[bool, ...]:
         tests = self.tests.get(id(pred))
@@ -316,6 +319,40 @@ class _Values:
         if value is None:
             value = self.shared.values[key] = pred.evaluate(self.context(arch))
         return value
+
+    def mentions(self, pred: Predicate) -> bool:
+        """``mentions_capability``, once per condition."""
+        known = self.shared.mentions.get(id(pred))
+        if known is None:
+            known = self.shared.mentions[id(pred)] = mentions_capability(pred)
+        return known
+
+    def undecided_gate(self, cond: Predicate, arch: Arch, every: frozenset[str],
+                       all_archs: list[Arch]) -> tuple[bool, tuple[str, ...], list[str] | None]:
+        """For a gate undecided on ``arch``: whether it could raise there; the
+        ``--quantization`` methods under which it does; and, when it is this
+        choice's architecture evidence, what it depends on (else None)."""
+        key = (id(cond), arch, self._signature(cond))
+        known = self.shared.undecided.get(key)
+        if known is None:
+            ctx = self.context(arch)
+            if not possible(cond, ctx):
+                known = (False, (), None)
+            else:
+                methods = []
+                if ctx.quantization is None:
+                    for atom in [a for a in atoms(cond) if isinstance(a, QuantIs)]:
+                        for method in sorted(atom.methods):
+                            if cond.evaluate(Context(arch=arch, options=ctx.options,
+                                                     quantization=method)) is Tri.TRUE:
+                                methods.append(f"blocked with --quantization {method}")
+                # another choice's gate (open only through other options), or
+                # undecided on every arch alike: not architecture evidence
+                evidence = self.specific(cond, every) and self.mentions(cond) and any(
+                    self(cond, other) is not Tri.UNKNOWN for other in all_archs)
+                known = (True, tuple(methods), _undecided(cond, ctx) if evidence else None)
+            self.shared.undecided[key] = known
+        return known
 
     def specific(self, pred: Predicate, every: frozenset[str]) -> bool:
         key = (id(pred), self._signature(pred))
@@ -478,27 +515,19 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         blocking.extend(_finding_evidence(
             index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
         return
-    if value is Tri.UNKNOWN and possible(cond, ctx):
-        quant_atoms = [a for a in atoms(cond) if isinstance(a, QuantIs)]
-        if ctx.quantization is None and quant_atoms:
-            for atom in quant_atoms:
-                for method in sorted(atom.methods):
-                    qctx = Context(arch=ctx.arch, options=ctx.options, quantization=method)
-                    if cond.evaluate(qctx) is Tri.TRUE:
-                        conditions.append(f"blocked with --quantization {method}")
-        if not _specific(cond, ctx, every):
-            return  # another choice's gate, open only through other options
-        if not mentions_capability(cond) or not any(
-                values(cond, other) is not Tri.UNKNOWN for other in all_archs):
-            return  # undecided on every arch alike: not architecture evidence
-        undecided = _undecided(cond, ctx)
+    if value is Tri.UNKNOWN:
+        could, methods, undecided = values.undecided_gate(cond, arch, every, all_archs)
+        if not could:
+            return
+        conditions.extend(methods)
+        if undecided is None:
+            return  # another choice's gate, or undecided on every arch alike
         caveats.extend(_finding_evidence(
             index, finding, "gate",
             f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
             guards=False))
         return
-    if value is Tri.FALSE and mentions_capability(cond) and ctx.quantization is None or \
-            value is Tri.FALSE and mentions_capability(cond):
+    if value is Tri.FALSE and values.mentions(cond):
         # the gate lets this arch through: positive evidence when it stops others
         if any(values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
             positive.extend(_finding_evidence(
