@@ -10,6 +10,11 @@ the old facts from the new (early cutoff: the scan would run exactly as
 before). The changed file is parsed for that, and nothing else is. The kernel
 library's tree must be unchanged altogether. Anything unreadable or corrupt
 in the cache is a miss, never an error.
+
+Beside each entry are the scan's records of reads, of linking and of judged
+choices, paired with it by a token. On a miss with the same files, the next
+analysis replays from them what the change cannot touch (see
+``guardscan.incremental``).
 """
 
 from __future__ import annotations
