@@ -291,18 +291,10 @@ def unseen_change(old: FileOutcome | None, new: FileOutcome | None, seen: Seen |
             number = key[1]
             if _cond(before, number) != _cond(after, number):
                 return f"branch test {number} changed"
-    for kind in KINDS:
-        old_facts: tuple[Any, ...] = getattr(before, kind)
-        new_facts: tuple[Any, ...] = getattr(after, kind)
-        if old_facts == new_facts:
-            continue
-        counts = Counter(old_facts)
-        counts.subtract(Counter(new_facts))
-        if not any(counts.values()):
+    for kind, changed in _kind_changes(before, after):
+        if changed is None:
             return f"{kind} reordered"
-        for fact, count in counts.items():
-            if not count:
-                continue
+        for fact in changed:
             for key in _keys_of(fact, kind):
                 if key in seen:
                     return f"{kind} at line {fact.line} changed ({key[0]} read)"
@@ -311,6 +303,22 @@ def unseen_change(old: FileOutcome | None, new: FileOutcome | None, seen: Seen |
                     any(key[0] == "name" for key in seen):
                 return f"star import at line {fact.line} changed (names looked up)"
     return None
+
+
+def _kind_changes(before: FileFacts, after: FileFacts) -> list[tuple[str, list[Any] | None]]:
+    """Per kind that differs: the facts in one version and not the other, or
+    None when the kind's facts were only reordered."""
+    out: list[tuple[str, list[Any] | None]] = []
+    for kind in KINDS:
+        old_facts: tuple[Any, ...] = getattr(before, kind)
+        new_facts: tuple[Any, ...] = getattr(after, kind)
+        if old_facts == new_facts:
+            continue
+        counts = Counter(old_facts)
+        counts.subtract(Counter(new_facts))
+        changed = [fact for fact, count in counts.items() if count]
+        out.append((kind, changed or None))
+    return out
 
 
 def changed_keys(old: FileOutcome | None, new: FileOutcome | None,
@@ -335,20 +343,13 @@ def changed_keys(old: FileOutcome | None, new: FileOutcome | None,
     for number in range(1, max(len(before.conds), len(after.conds)) + 1):
         if _cond(before, number) != _cond(after, number):
             keys.add(("cond", number))
-    for kind in KINDS:
-        old_facts: tuple[Any, ...] = getattr(before, kind)
-        new_facts: tuple[Any, ...] = getattr(after, kind)
-        if old_facts == new_facts:
-            continue
-        counts = Counter(old_facts)
-        counts.subtract(Counter(new_facts))
-        if not any(counts.values()):
+    for kind, changed in _kind_changes(before, after):
+        if changed is None:
             return None  # reordered
-        for fact, count in counts.items():
-            if count:
-                keys.update(_keys_of(fact, kind))
-                if isinstance(fact, ImportFact) and fact.local == "*" and not fact.scope:
-                    names = True
+        for fact in changed:
+            keys.update(_keys_of(fact, kind))
+            if isinstance(fact, ImportFact) and fact.local == "*" and not fact.scope:
+                names = True
     return frozenset(keys), names
 
 
