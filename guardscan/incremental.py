@@ -23,7 +23,7 @@ for byte; tests/test_incremental.py checks this for every kind of edit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

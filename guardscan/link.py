@@ -37,14 +37,14 @@ import ast
 import itertools
 import re
 from collections import Counter
-from functools import partial
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
+from guardscan.incremental import Changes, LinkRecord, Table, Unit, UnitKey, numbers
 from guardscan.index import Index
 from guardscan.index.facts import CallFact
-from guardscan.incremental import Changes, LinkRecord, Table, Unit, UnitKey, numbers
 from guardscan.index.observe import FactsView
 from guardscan.predicate import (
     Const,
@@ -64,12 +64,12 @@ from guardscan.predicate import (
 )
 from guardscan.results import Diagnostic, OptionInfo
 from guardscan.vocabulary import (
+    Answer,
     ClassV,
     ConstV,
     EnumMemberV,
     ExtV,
     FuncV,
-    Answer,
     OptionModel,
     QueryKey,
     Resolved,

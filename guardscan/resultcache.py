@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
+from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import (
     FACTS_VERSION,
     MAX_FILE_BYTES,
@@ -39,7 +40,6 @@ from guardscan.index import (
     store_pickles,
 )
 from guardscan.index.extract import source_lines
-from guardscan.incremental import Changes, LinkRecord
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
 from guardscan.predicate import Tri

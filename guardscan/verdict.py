@@ -74,7 +74,7 @@ from guardscan.predicate import (
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Verdict
 
-__all__ = ["judge", "possible", "KernelJudge", "quantization_notes"]
+__all__ = ["Judged", "KernelJudge", "dirty_choices", "judge", "possible", "quantization_notes"]
 
 
 
@@ -527,12 +527,12 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
             guards=False))
         return
-    if value is Tri.FALSE and values.mentions(cond):
-        # the gate lets this arch through: positive evidence when it stops others
-        if any(values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
-            positive.extend(_finding_evidence(
-                index, finding, "gate", f"admits {arch.name}: raises only when "
-                f"{cond.describe()}"))
+    # the gate lets this arch through: positive evidence when it stops others
+    if value is Tri.FALSE and values.mentions(cond) and any(
+            values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
+        positive.extend(_finding_evidence(
+            index, finding, "gate", f"admits {arch.name}: raises only when "
+            f"{cond.describe()}"))
 
 
 def _dedupe_keep_last(chain: list[Evidence]) -> list[Evidence]:
