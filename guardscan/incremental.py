@@ -96,10 +96,6 @@ class Changes:
         self.table: list[Read] = []
         self._touched: set[int] | None = None
 
-    @property
-    def files(self) -> frozenset[str]:
-        return frozenset(self._files)
-
     def touches(self, read: Read) -> bool:
         """Can the change tell apart what ``read`` saw before and now?"""
         change = self._files.get(read[0])

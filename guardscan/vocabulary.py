@@ -165,8 +165,7 @@ class Resolved:
     trail: tuple[tuple[str, int], ...] = ()
 
 
-#: ("p" predicate | "v" value of a text | "n" value of a node, text or node dump,
-#: file, scope, line)
+#: ("p" predicate | "v" value, expression text, file, scope, line)
 QueryKey = tuple[str, str, str, str, int]
 
 
@@ -294,7 +293,7 @@ class Vocabulary:
         """Asked again now, does ``key`` get its ``former`` answer?"""
         old = self.former.get(key)
         kind, text, rel, scope, line = key
-        if old is None or kind not in ("p", "v"):
+        if old is None:
             return False
         asked, self.asked = self.asked, None
         try:
