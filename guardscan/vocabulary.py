@@ -100,7 +100,56 @@ class CudaV:
 
 @dataclass(frozen=True)
 class ConstV:
+    """A constant. Its value is frozen on construction (lists to tuples, sets to
+    frozensets, slices to ``FrozenSlice``) so that every value is hashable and
+    can key a memo: the interpreter models ``[a, b]`` as ``(a, b)`` already."""
+
     value: object
+
+    def __post_init__(self) -> None:
+        if type(self.value) not in _ATOMIC:
+            object.__setattr__(self, "value", freeze(self.value))
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenSlice:
+    """A slice as a hashable constant (``slice`` is unhashable before Python 3.12)."""
+
+    start: object
+    stop: object
+    step: object
+
+    def as_slice(self) -> slice:
+        return slice(self.start, self.stop, self.step)
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A constant of a type the interpreter does not model, kept by its text."""
+
+    text: str
+
+
+_ATOMIC = frozenset({int, str, bool, float, type(None), bytes})
+
+
+def freeze(value: object) -> object:
+    """``value`` with every container made immutable and hashable."""
+    if type(value) in _ATOMIC:
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(freeze(v) for v in value)
+    if isinstance(value, slice):
+        return FrozenSlice(freeze(value.start), freeze(value.stop), freeze(value.step))
+    if isinstance(value, dict):
+        return Opaque(repr(value))
+    try:
+        hash(value)
+    except TypeError:
+        return Opaque(repr(value))
+    return value
 
 
 @dataclass(frozen=True)
@@ -967,13 +1016,15 @@ class Vocabulary:
                 return DevQ("major")
             if index.value == 1:
                 return DevQ("minor")
-            if index.value == slice(None, 2, None):
+            if index.value == FrozenSlice(None, 2, None):
                 return base
         if isinstance(base, CudaV):
             return base
         if isinstance(base, ConstV) and isinstance(index, ConstV):
             try:
-                return ConstV(base.value[index.value])  # type: ignore[index]
+                key = index.value.as_slice() if isinstance(index.value, FrozenSlice) \
+                    else index.value
+                return ConstV(base.value[key])  # type: ignore[index]
             except Exception:
                 return UnkV("subscript")
         return UnkV("subscript")

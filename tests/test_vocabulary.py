@@ -209,3 +209,23 @@ def test_looks_like_arch_guard(text: str, arch_like: bool) -> None:
 def test_non_device_expressions_are_unknown(text: str) -> None:
     resolved = resolve("guards_capability_index", text, report=False)
     assert row(resolved) == "UUUUUUUUU", resolved.predicate.describe()
+
+
+@pytest.mark.parametrize("argument", ["list((10, 12))", "[10, 12][:2]", "list(range(10, 13, 2))"])
+def test_unhashable_constant_arguments_do_not_stop_the_interpreter(tmp_path, argument) -> None:
+    """sglang 0.5.20-0.5.22 pass ``list(...)`` values into guard helpers; a memo key
+    built from them once raised ``TypeError: unhashable type`` and ended the scan."""
+    from fixturetree import make_tree
+
+    from guardscan.acquire import acquire
+
+    root = make_tree(tmp_path, {COMMON: (
+        "import torch\n\n"
+        "def _check(majors):\n"
+        "    return torch.cuda.get_device_capability()[0] in majors\n\n"
+        f"def is_x():\n    return _check({argument})\n"
+    )})
+    vocab = Vocabulary(Index(acquire(str(root))))
+    resolved = vocab.predicate("is_x()", COMMON, "", 99)
+    expected = "FFFFTTFTT" if "range" not in argument else "U" * 9
+    assert row(resolved) == expected, (argument, resolved.predicate.describe())
