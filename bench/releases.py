@@ -1,0 +1,150 @@
+"""Scan every SGLang release on the package index, each with the FlashInfer it pins.
+
+    python3 bench/releases.py [--from 0.4.0] [--to VERSION] [--no-pre]
+                              [--cache-dir DIR] [--markdown FILE] [--no-cache]
+
+For each release, oldest first, runs the guardscan CLI as a user would
+(``guardscan sglang==X --format json``: every backend option, every standard
+arch, the FlashInfer version the release pins acquired beside it) in its own
+process, and prints one line: the version, the exit status, the wall time, the
+FlashInfer version paired with it, the verdict counts and the diagnostics by
+kind. A release that ends in an internal error (exit 3) shows its one-line
+message. The exit status of this script is 1 when any release ended in an
+internal error, 0 otherwise: releases pip cannot download as a wheel for this
+Python (exit 2) are reported, not counted as failures of guardscan.
+
+The version list comes from ``pip index versions`` (so a configured mirror is
+honoured). Not a test: it takes about an hour cold on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parents[1]
+VERDICTS = ("blocked", "unsupported", "supported", "unknown")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    version: str
+    status: int
+    seconds: float
+    flashinfer: str
+    verdicts: Counter[str]
+    diagnostics: Counter[str]
+    message: str
+
+
+def released_versions(package: str, pre: bool) -> list[Version]:
+    """Every version the index lists for ``package``, oldest first."""
+    command = [sys.executable, "-m", "pip", "index", "versions", package]
+    if pre:
+        command.append("--pre")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    match = re.search(r"Available versions:\s*(.+)", done.stdout)
+    if done.returncode != 0 or match is None:
+        raise SystemExit(f"releases: pip could not list {package}: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    versions = []
+    for text in match.group(1).split(","):
+        try:
+            versions.append(Version(text.strip()))
+        except InvalidVersion:
+            continue
+    return sorted(versions)
+
+
+def scan_release(version: Version, cache_dir: Path | None, use_cache: bool) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="guardscan-releases-") as scratch:
+        output = Path(scratch) / "result.json"
+        command = [sys.executable, "-m", "guardscan", f"sglang=={version}", "--format", "json",
+                   "-o", str(output), "-q"]
+        if cache_dir is not None:
+            command += ["--cache-dir", str(cache_dir)]
+        if not use_cache:
+            command.append("--no-cache")
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+        seconds = time.perf_counter() - start
+        verdicts: Counter[str] = Counter()
+        diagnostics: Counter[str] = Counter()
+        flashinfer = "-"
+        if output.is_file():
+            data = json.loads(output.read_text(encoding="utf-8"))
+            verdicts.update(b["verdict"] for b in data.get("backends", []))
+            diagnostics.update(d["code"] for d in data.get("diagnostics", []))
+            kernels = data.get("kernels") or []
+            flashinfer = ",".join(k.get("version") or "?" for k in kernels) or "none"
+        lines = done.stderr.strip().splitlines()
+        message = lines[-1] if done.returncode != 0 and lines else ""
+    return Outcome(str(version), done.returncode, seconds, flashinfer, verdicts, diagnostics,
+                   message)
+
+
+def _counts(counter: Counter[str]) -> str:
+    return " ".join(f"{key}={counter[key]}" for key in sorted(counter)) or "-"
+
+
+def line_of(outcome: Outcome) -> str:
+    verdicts = " ".join(f"{v[:3]}={outcome.verdicts[v]}" for v in VERDICTS)
+    text = (f"{outcome.version:<14} exit={outcome.status} {outcome.seconds:6.1f}s "
+            f"flashinfer={outcome.flashinfer:<8} {verdicts}  {_counts(outcome.diagnostics)}")
+    return f"{text}  {outcome.message}" if outcome.message else text
+
+
+def markdown(outcomes: list[Outcome]) -> str:
+    rows = ["| sglang | exit | time (s) | flashinfer | blocked | unsupported | supported "
+            "| unknown | diagnostics |", "|---|---|---|---|---|---|---|---|---|"]
+    for o in outcomes:
+        counts = " | ".join(str(o.verdicts[v]) for v in VERDICTS)
+        note = _counts(o.diagnostics) + (f"; {o.message}" if o.message else "")
+        rows.append(f"| {o.version} | {o.status} | {o.seconds:.1f} | {o.flashinfer} | {counts} "
+                    f"| {note} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--from", dest="start", default="0.4.0", type=Version,
+                        help="the oldest release to scan (default: 0.4.0)")
+    parser.add_argument("--to", dest="stop", default=None, type=Version,
+                        help="the newest release to scan (default: the newest listed)")
+    parser.add_argument("--no-pre", action="store_true", help="skip pre-releases (rc)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="guardscan's cache (default: guardscan's own default)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="pass --no-cache to every scan (wheels are still reused)")
+    parser.add_argument("--markdown", type=Path, default=None,
+                        help="also write the table as Markdown to this file")
+    args = parser.parse_args(argv)
+    versions = [v for v in released_versions("sglang", pre=not args.no_pre)
+                if v >= args.start and (args.stop is None or v <= args.stop)]
+    print(f"# {len(versions)} releases of sglang, {versions[0]} to {versions[-1]}", flush=True)
+    outcomes = []
+    for version in versions:
+        outcome = scan_release(version, args.cache_dir, not args.no_cache)
+        outcomes.append(outcome)
+        print(line_of(outcome), flush=True)
+    statuses = Counter(o.status for o in outcomes)
+    total = sum(o.seconds for o in outcomes)
+    print(f"# exit statuses: {_counts(Counter({str(k): n for k, n in statuses.items()}))}; "
+          f"{total / 60:.1f} min in all", flush=True)
+    if args.markdown is not None:
+        args.markdown.write_text(markdown(outcomes), encoding="utf-8")
+    return 1 if statuses.get(3) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
