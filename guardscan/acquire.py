@@ -216,9 +216,10 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
 
     Extras are dropped (``flashinfer_python[cu13]==0.7.2`` ->
     ``flashinfer-python==0.7.2``: extras pull in other distributions, and we
-    download with --no-deps anyway). Requirements only active under an extra
-    (``; extra == "..."``) are ignored: they are not what a plain install
-    gets. None when the tree declares no such requirement.
+    download with --no-deps anyway). A requirement of the plain install wins;
+    one only active under an extra (``; extra == "srt"``, how releases before
+    0.5 pulled in their server runtime) is taken when there is no other. None
+    when the tree declares no such requirement.
     """
     wanted = canonicalize_name(kernel_dist)
     found: list[Requirement] = []
@@ -229,13 +230,14 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
             continue
         if canonicalize_name(req.name) != wanted:
             continue
-        if req.marker is not None and re.search(r"\bextra\b", str(req.marker)):
-            continue
         found.append(req)
     if not found:
         return None
-    # An unconditional pin beats one behind a platform marker.
-    found.sort(key=lambda r: r.marker is not None)
+    # An unconditional pin beats one behind a platform marker, which beats one
+    # behind an extra.
+    found.sort(key=lambda r: (r.marker is not None,
+                              r.marker is not None and bool(re.search(r"\bextra\b",
+                                                                      str(r.marker)))))
     best = found[0]
     if best.url:
         return f"{wanted} @ {best.url}"

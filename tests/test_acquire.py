@@ -523,7 +523,12 @@ def tree_with(requires: tuple[str, ...]) -> SourceTree:
     [
         (REQUIRES_059, "flashinfer-python==0.6.3"),
         (REQUIRES_0523, "flashinfer-python==0.7.2"),
-        (('flashinfer_python==0.6.3; extra == "kernels"',), None),
+        # releases before 0.5 pin it in their server-runtime extra only
+        (('flashinfer_python==0.2.3; extra == "srt"',), "flashinfer-python==0.2.3"),
+        (('flashinfer_python==0.2.3; extra == "srt"', "flashinfer_python==0.6.3"),
+         "flashinfer-python==0.6.3"),
+        (('flashinfer_python==0.2.3; extra == "srt"', 'flashinfer_python==0.5.0; os_name == "nt"'),
+         "flashinfer-python==0.5.0"),
         (("torch", "not a requirement !!"), None),
         ((), None),
         (
