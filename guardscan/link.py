@@ -63,6 +63,7 @@ from guardscan.predicate import (
     substitute,
 )
 from guardscan.results import Diagnostic, OptionInfo
+from guardscan.syntax import parse_expr
 from guardscan.vocabulary import (
     Answer,
     ClassV,
@@ -74,7 +75,6 @@ from guardscan.vocabulary import (
     QueryKey,
     Resolved,
     Vocabulary,
-    parse_expr,
 )
 
 __all__ = ["Hop", "Finding", "KernelCall", "Links", "collect_links", "option_model"]

@@ -36,7 +36,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from functools import partial
 from typing import TypeVar
 
 from guardscan.index import Index
@@ -50,6 +50,7 @@ from guardscan.index.facts import (
     ImportFact,
 )
 from guardscan.results import Diagnostic, OptionInfo
+from guardscan.syntax import NOT_LITERAL, literal, parse_expr, short
 
 __all__ = [
     "MESSAGES",
@@ -158,34 +159,6 @@ class OptionCatalog:
 
 # --------------------------------------------------------------------------
 # Small helpers over expression text
-
-
-@lru_cache(maxsize=50_000)
-def _parse(text: str) -> ast.expr | None:
-    try:
-        return ast.parse("(" + text + "\n)", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-
-
-def _literal(node: ast.AST | None) -> object:
-    """``ast.literal_eval`` that answers ``_NOT_LITERAL`` instead of raising."""
-    if node is None:
-        return _NOT_LITERAL
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _NOT_LITERAL
-
-
-_NOT_LITERAL = object()
-
-
-def _short(text: str, limit: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _string_value(node: ast.AST | None) -> str | None:
@@ -411,7 +384,7 @@ class _Names:
                    if not a.scope and binding.name in _identifier_targets(a.targets)]
         if len(assigns) != 1:
             return binding
-        value = _parse(assigns[0].value)
+        value = parse_expr(assigns[0].value)
         if value is None or _dotted(value) is None:
             return binding
         target = self.resolve(binding.module, value, "", depth + 1)
@@ -481,7 +454,7 @@ class _Extension:
 
 
 def _literal_strings(node: ast.AST | None, single: bool) -> list[str] | None:
-    value = _literal(node)
+    value = literal(node)
     if single:
         return [value] if isinstance(value, str) else None
     if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
@@ -493,7 +466,7 @@ def _literal_strings(node: ast.AST | None, single: bool) -> list[str] | None:
 
 def _choice_item(value: object) -> str | None:
     """How an argparse choice reads on the command line (None is no choice)."""
-    if value is None or value is _NOT_LITERAL:
+    if value is None or value is NOT_LITERAL:
         return None
     if isinstance(value, bool):
         return str(value)
@@ -530,7 +503,7 @@ class _ChoiceReader:
                 if isinstance(element, ast.Starred):
                     out.merge(self.read(element.value, module, scope, line, env, depth + 1))
                     continue
-                item = _choice_item(_literal(element))
+                item = _choice_item(literal(element))
                 if item is not None:
                     if item not in out.items:
                         out.items.append(item)
@@ -538,12 +511,12 @@ class _ChoiceReader:
                     part = self.read(element, module, scope, line, env, depth + 1)
                     if part.items or not part.complete:
                         out.complete = False
-                        out.problems.append(f"element `{_short(ast.unparse(element), 40)}`")
+                        out.problems.append(f"element `{short(ast.unparse(element), 40)}`")
             return out
         if isinstance(node, ast.Dict):
             out = _Values()
             for key in node.keys:
-                item = _choice_item(_literal(key))
+                item = _choice_item(literal(key))
                 if item is None:
                     out.complete = False
                     out.problems.append("dict key that is not a literal")
@@ -555,7 +528,7 @@ class _ChoiceReader:
             if isinstance(node.value, str) and item is not None:
                 # a bare string is iterated character by character by argparse
                 return _Values.failed(f"a string, not a list: {item!r}")
-            return _Values.failed(f"not a collection: `{_short(ast.unparse(node))}`")
+            return _Values.failed(f"not a collection: `{short(ast.unparse(node), 70)}`")
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.BitOr)):
             out = self.read(node.left, module, scope, line, env, depth + 1)
             out = _copy(out)
@@ -577,11 +550,11 @@ class _ChoiceReader:
             return self._call(node, module, scope, line, env, depth)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             return self._comprehension(node, module, scope)
-        return _Values.failed(f"`{_short(ast.unparse(node))}` is not a form read here")
+        return _Values.failed(f"`{short(ast.unparse(node), 70)}` is not a form read here")
 
     def _named(self, node: ast.Name | ast.Attribute, module: str, scope: str, line: int,
                depth: int) -> _Values:
-        text = _short(ast.unparse(node))
+        text = short(ast.unparse(node), 70)
         if isinstance(node, ast.Attribute) and node.attr in ("keys", "values"):
             return _Values.failed(f"`{text}` is a method")
         binding = self.names.resolve(module, node, scope)
@@ -634,10 +607,10 @@ class _ChoiceReader:
             if assign.annotation and not assign.value:
                 continue
             if len(assign.targets) != 1 or not assign.targets[0].isidentifier():
-                value = _Values.failed(f"`{name}` is unpacked from `{_short(assign.value)}`")
+                value = _Values.failed(f"`{name}` is unpacked from `{short(assign.value, 70)}`")
             else:
                 env = {name: current} if current is not None else {}
-                value = self.read(_parse(assign.value), module, scope, assign.line, env,
+                value = self.read(parse_expr(assign.value), module, scope, assign.line, env,
                                   depth + 1)
                 if _holds_literal(assign.value):
                     value.sources.insert(0, (facts.rel, assign.line))
@@ -690,7 +663,7 @@ class _ChoiceReader:
 
     def _call(self, node: ast.Call, module: str, scope: str, line: int,
               env: dict[str, _Values], depth: int) -> _Values:
-        text = _short(ast.unparse(node))
+        text = short(ast.unparse(node), 70)
         func = self.names.qualname(module, node.func, scope)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "keys" and not node.args:
             return self.read(node.func.value, module, scope, line, env, depth + 1)
@@ -710,7 +683,7 @@ class _ChoiceReader:
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, module: str,
                        scope: str) -> _Values:
         """``[m.value for m in SomeEnum]``: the enum's values."""
-        text = _short(ast.unparse(node))
+        text = short(ast.unparse(node), 70)
         if len(node.generators) != 1 or node.generators[0].ifs:
             return _Values.failed(f"`{text}` is computed at run time")
         generator = node.generators[0]
@@ -752,7 +725,7 @@ def _mutator_values(call: CallFact, method: str, offset: int = 0) -> list[str] |
     args = call.args[offset:]
     if len(args) <= index:
         return None
-    return _literal_strings(_parse(args[index]), single=kind != "many")
+    return _literal_strings(parse_expr(args[index]), single=kind != "many")
 
 
 # --------------------------------------------------------------------------
@@ -785,9 +758,9 @@ def recognise_choice_expression(reader: _ChoiceReader, text: str, module: str, s
         imported from ``sglang.srt.arg_groups.choices`` reads that module's list
         and adds ``"unquant"``.
     """
-    node = _parse(text)
+    node = parse_expr(text)
     if node is None:
-        return _Values.failed(f"unparseable `{_short(text)}`")
+        return _Values.failed(f"unparseable `{short(text, 70)}`")
     return reader.read(node, module, scope, line)
 
 
@@ -864,7 +837,7 @@ def recognise_choice_extensions(index: Index, names: _Names,
             last = call.func.rpartition(".")[2]
             if last not in _MUTATORS and last not in adder_names:
                 continue
-            callee = _parse(call.func)
+            callee = parse_expr(call.func)
             if callee is None or _dotted(callee) is None:
                 continue
             hit = _extension_of_call(names, facts, call, callee, root_set, adders)
@@ -900,7 +873,7 @@ def _extension_of_call(names: _Names, facts: FileFacts, call: CallFact, func: as
         values = _mutator_values(call, method)
     else:
         text = call.args[position] if len(call.args) > position else None
-        values = _literal_strings(_parse(text), single=kind != "many") if text else None
+        values = _literal_strings(parse_expr(text), single=kind != "many") if text else None
     return (root, values) if values else None
 
 
@@ -952,10 +925,10 @@ def recognise_argparse_option(names: _Names, facts: FileFacts, call: CallFact,
         return None
     strings: list[str] = []
     for text in call.args:
-        value = _literal(_parse(text))
+        value = literal(parse_expr(text))
         if not isinstance(value, str):
             if "backend" in " ".join(call.args):
-                shown = _short(f"add_argument({', '.join(call.args)})")
+                shown = short(f"add_argument({', '.join(call.args)})", 70)
                 diagnostics.append(_diagnostic(facts.rel, call.line, "unresolved-flag",
                                                text=shown))
             return None
@@ -965,10 +938,10 @@ def recognise_argparse_option(names: _Names, facts: FileFacts, call: CallFact,
     if not flags or not any(_flag_selected(f) for f in flags):
         return None
     kwargs = dict(call.kwargs)
-    if _literal(_parse(kwargs.get("choices", "None"))) is None:
+    if literal(parse_expr(kwargs.get("choices", "None"))) is None:
         return None  # free-form: no finite choices
     flag = flags[0]
-    dest = _literal(_parse(kwargs.get("dest", "")))
+    dest = literal(parse_expr(kwargs.get("dest", "")))
     return _Found(
         flag=flag,
         dest=dest if isinstance(dest, str) else _flag_to_dest(flag),
@@ -977,7 +950,7 @@ def recognise_argparse_option(names: _Names, facts: FileFacts, call: CallFact,
         module=facts.module,
         scope=call.scope,
         choices_text=kwargs.get("choices"),
-        help=_string_value(_parse(kwargs.get("help", ""))) or "",
+        help=_string_value(parse_expr(kwargs.get("help", ""))) or "",
         default=_default_text(names, facts.module, call.scope, kwargs.get("default")),
         aliases=tuple(s for s in strings if s != flag),
     )
@@ -988,7 +961,7 @@ def _default_text(names: _Names, module: str, scope: str, text: str | None) -> s
     attribute's own default when the tree defines it."""
     if text is None:
         return None
-    node = _parse(text)
+    node = parse_expr(text)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         binding = names.resolve(module, node, scope)
         if binding is not None and binding.kind == "classattr":
@@ -1054,7 +1027,7 @@ def recognise_cli_name_rule(names: _Names, module: str,
         if func.scope or "cli_name" not in func.name or len(func.params) != 1:
             continue
         returns = [r for r in facts.returns if r.scope == func.qualname]
-        steps = _string_steps(_parse(returns[0].value), func.params[0]) \
+        steps = _string_steps(parse_expr(returns[0].value), func.params[0]) \
             if len(returns) == 1 and not returns[0].path else None
         if steps is None:
             diagnostics.append(_diagnostic(facts.rel, func.line, "cli-name-rule",
@@ -1068,7 +1041,7 @@ def _string_steps(node: ast.AST | None, param: str) -> list[tuple[str, tuple[str
     if isinstance(node, ast.Name) and node.id == param:
         return []
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left), _literal(node.right)
+        left, right = literal(node.left), literal(node.right)
         if isinstance(left, str):
             inner = _string_steps(node.right, param)
             return None if inner is None else [*inner, ("prefix", (left,))]
@@ -1090,7 +1063,7 @@ def _string_steps(node: ast.AST | None, param: str) -> list[tuple[str, tuple[str
             return None
         return [*inner, ("prefix", (before,)), ("suffix", (after,))]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
-        args = [_literal(a) for a in node.args]
+        args = [literal(a) for a in node.args]
         if not all(isinstance(a, str) for a in args):
             return None
         method = node.func.attr
@@ -1136,7 +1109,7 @@ def recognise_annotated_field(names: _Names, facts: FileFacts, assign: AssignFac
     field_name = assign.targets[0]
     if not field_name.isidentifier():
         return None
-    node = _parse(assign.annotation)
+    node = parse_expr(assign.annotation)
     if not isinstance(node, ast.Subscript):
         return None
     if names.qualname(facts.module, node.value, "") not in _ANNOTATED:
@@ -1164,23 +1137,23 @@ def recognise_annotated_field(names: _Names, facts: FileFacts, assign: AssignFac
                 break
     else:
         return None
-    if _literal(kwargs.get("no_cli")) is True:
+    if literal(kwargs.get("no_cli")) is True:
         return None
-    cli_name = _literal(kwargs.get("cli_name"))
+    cli_name = literal(kwargs.get("cli_name"))
     rule = rules(meta_module) if meta_module is not None else DEFAULT_CLI_NAME_RULE
     flag = cli_name if isinstance(cli_name, str) else rule.apply(field_name)
     if not _flag_selected(flag):
         return None
     choices_node = kwargs.get("choices")
-    if choices_node is not None and _literal(choices_node) is None:
+    if choices_node is not None and literal(choices_node) is None:
         choices_node = None
     literal_choices: tuple[str, ...] = ()
     if choices_node is None:
-        literal = _literal_values(names, facts.module, inner)
-        if literal is None:
+        found = _literal_values(names, facts.module, inner)
+        if found is None:
             return None  # free-form: no finite choices
-        literal_choices = literal
-    aliases = _literal(kwargs.get("aliases"))
+        literal_choices = found
+    aliases = literal(kwargs.get("aliases"))
     return _Found(
         flag=flag,
         dest=field_name,
@@ -1223,7 +1196,7 @@ def _literal_values(names: _Names, module: str, node: ast.expr) -> tuple[str, ..
     kind = names.qualname(module, node.value)
     elements = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
     if kind in _LITERAL:
-        items = [_choice_item(_literal(e)) for e in elements]
+        items = [_choice_item(literal(e)) for e in elements]
         return tuple(i for i in items if i is not None)
     if kind in _OPTIONAL and len(elements) == 1:
         return _literal_values(names, module, elements[0])
@@ -1303,7 +1276,7 @@ def _statement_lines(index: Index, rel: str, start: int, cache: dict[str, list[s
             if token.type == tokenize.COMMENT:
                 record.comment = token.string.lstrip("#").strip()
             elif token.type == tokenize.STRING:
-                value = _literal(_parse(token.string))
+                value = literal(parse_expr(token.string))
                 if isinstance(value, str):
                     record.strings.append(value)
                 else:
@@ -1446,7 +1419,7 @@ class _EnumReader:
         """Each base as an in-tree class, or its dotted name."""
         out: list[str | tuple[FileFacts, ClassFact]] = []
         for text in cls.bases:
-            node = _parse(text)
+            node = parse_expr(text)
             if node is None or isinstance(node, ast.Call):
                 continue
             binding = self.names.resolve(facts.module, node, cls.scope)
@@ -1467,7 +1440,7 @@ class _EnumReader:
             name = assign.targets[0]
             if not name.isidentifier() or name.startswith("_"):
                 continue
-            value = _literal(_parse(assign.value))
+            value = literal(parse_expr(assign.value))
             if isinstance(value, str):
                 members.append((name, value))
         return members or None
@@ -1570,7 +1543,7 @@ def recognise_enum_predicate(context: _EnumContext, facts: FileFacts,
         returns = [r for r in facts.returns if r.scope == method.qualname]
         branches = any(s == method.qualname for s in facts.cond_scope)
         if len(returns) == 1 and not returns[0].path and not branches:
-            result = _test_values(context, facts, _parse(returns[0].value))
+            result = _test_values(context, facts, parse_expr(returns[0].value))
     context.memo[method.name] = result
     return result
 
@@ -1659,7 +1632,7 @@ def _test_values(context: _EnumContext, facts: FileFacts,
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
         target, method = node.func.value, node.func.attr
         if method in ("startswith", "endswith") and _is_self_value(target) and len(node.args) == 1:
-            affix = _literal(node.args[0])
+            affix = literal(node.args[0])
             affixes = (affix,) if isinstance(affix, str) else affix
             if isinstance(affixes, tuple) and all(isinstance(a, str) for a in affixes):
                 return frozenset(v for v in everything
@@ -1844,7 +1817,7 @@ def _guarded(diagnostics: list[Diagnostic], rel: str, line: int, text: str,
     try:
         return recognise()
     except (RecursionError, MemoryError) as exc:
-        diagnostics.append(_diagnostic(rel, line, "unreadable-definition", text=_short(text),
+        diagnostics.append(_diagnostic(rel, line, "unreadable-definition", text=short(text, 70),
                                        reason=type(exc).__name__))
         return None
 

@@ -21,7 +21,6 @@ import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Union
 
 from guardscan.index import Index
@@ -49,6 +48,7 @@ from guardscan.predicate import (
     substitute,
 )
 from guardscan.results import Diagnostic
+from guardscan.syntax import COMPARE, OPERATORS, clear_caches, parse_expr, short, unparse
 
 __all__ = ["Vocabulary", "Resolved", "OptionModel", "looks_like_arch_guard"]
 
@@ -69,14 +69,6 @@ _ARCH_WORDS = re.compile(
 def looks_like_arch_guard(text: str) -> bool:
     """Does this expression mention architecture words (so failing to resolve it matters)?"""
     return bool(_ARCH_WORDS.search(text))
-
-
-@lru_cache(maxsize=8_192)  # trees are large: 200,000 of them took 116 MB
-def parse_expr(text: str) -> ast.expr | None:
-    try:
-        return ast.parse("(" + text + "\n)", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 # -- abstract values -------------------------------------------------------------------
@@ -309,8 +301,7 @@ class Vocabulary:
             memo.clear()
         self.answers, self.stored, self.former = {}, {}, {}
         self._rec.reads.clear()
-        parse_expr.cache_clear()
-        _unparse.cache_clear()
+        clear_caches()
 
     # -- questions from outside ---------------------------------------------------------
     # Each is answered once per scan and kept as an ``Answer`` with what it read,
@@ -378,7 +369,7 @@ class Vocabulary:
     def value_at(self, node: ast.expr, rel: str, scope: str, line: int) -> Value:
         """The value of a sub-expression (of a parsed expression) in ``rel``,
         asked as its text (so a later scan can ask it again)."""
-        return self.value(_unparse(node), rel, scope, line)
+        return self.value(unparse(node), rel, scope, line)
 
     def _top_value(self, node: ast.AST, rel: str, scope: str, line: int) -> Value:
         try:
@@ -403,10 +394,10 @@ class Vocabulary:
                 reason = value.reason
             else:
                 parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
-                reason = "cannot read " + ", ".join(f"`{_short(p)}`" for p in parts[:3]) \
+                reason = "cannot read " + ", ".join(f"`{short(p)}`" for p in parts[:3]) \
                     if parts else "no device test in it"
             diagnostic = Diagnostic(rel, line, "unresolved-guard",
-                                    f"cannot resolve guard `{_short(text)}`: {reason}")
+                                    f"cannot resolve guard `{short(text)}`: {reason}")
         return Resolved(pred, trail), diagnostic
 
     def module_symbol(self, module: str, name: str) -> Value:
@@ -428,7 +419,7 @@ class Vocabulary:
             return Platform("cuda")  # torch.version.cuda is set only on CUDA builds
         if isinstance(value, _PlatformValue):
             return Platform(value.name)
-        text = _unparse(node) if node is not None else "?"
+        text = unparse(node) if node is not None else "?"
         if isinstance(value, UnkV):
             return Unknown(text)
         if isinstance(value, (FuncV, ClassV, ModuleV)):
@@ -1132,7 +1123,7 @@ class Vocabulary:
             right = self.value_of(right_node, rel, scope, line, env)
             pair = ast.copy_location(ast.Compare(left=left_node, ops=[op],
                                                  comparators=[right_node]), node)
-            parts.append(self._compare(left, _OPNAMES[type(op)], right, pair))
+            parts.append(self._compare(left, OPERATORS[type(op)], right, pair))
             left, left_node = right, right_node
         if all(isinstance(p, Const) for p in parts):
             return ConstV(all(p == TRUE for p in parts))
@@ -1169,10 +1160,10 @@ class Vocabulary:
                 return neg(pred) if op in ("!=", "is not", "not in") else pred
         if isinstance(left, ConstV) and isinstance(right, ConstV):
             try:
-                return TRUE if _CMP[op](left.value, right.value) else FALSE
+                return TRUE if COMPARE[op](left.value, right.value) else FALSE
             except Exception:
-                return Unknown(_unparse(node))
-        return Unknown(_unparse(node))
+                return Unknown(unparse(node))
+        return Unknown(unparse(node))
 
     def _dest_enum(self, dest: str) -> str:
         for enum, enum_dest in self.options.enum_dests.items():
@@ -1194,7 +1185,7 @@ class Vocabulary:
         linked = [(d, v) for _, d, v in entries if d is not None]
         if len(entries) == 1 and linked:
             return linked[0]
-        holder = _unparse(func_node.value)
+        holder = unparse(func_node.value)
         named = [(d, v) for d, v in linked if d in holder]
         if len(named) == 1:
             return named[0]
@@ -1296,7 +1287,7 @@ class Vocabulary:
             entry = self._enum_predicate(func_node, rel, scope, line, env)
             if entry is not None:
                 dest, values = entry
-                holder = _unparse(func_node.value)
+                holder = unparse(func_node.value)
                 # get_speculative_moe_runner_backend() vs get_moe_runner_backend()
                 for candidate in sorted(self.options.dests, key=len, reverse=True):
                     if candidate in holder and self.options.enum_dests.get(
@@ -1305,7 +1296,7 @@ class Vocabulary:
                         dest = candidate
                         break
                 return PredV(self._option_is(dest, values))
-            return UnkV(f"{_unparse(node)}: receiver type unknown")
+            return UnkV(f"{unparse(node)}: receiver type unknown")
         if isinstance(func_node, ast.Attribute) and func_node.attr in ("startswith", "endswith"):
             base = self.value_of(func_node.value, rel, scope, line, env)
             if isinstance(base, OptV) and node.args:
@@ -1448,32 +1439,32 @@ def _torch_call(path: str, args: list[Value]) -> Value:
 
 def _device_compare(kind: str, op: str, value: object, node: ast.AST) -> Predicate:
     if op in ("is", "is not"):
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     if kind == "sm_text":
         values = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
         try:
             ints = tuple(int(str(v)) for v in values)
         except ValueError:
-            return Unknown(_unparse(node))
+            return Unknown(unparse(node))
         if op in ("in", "not in"):
             return Device("sm", op, ints)
         if op in ("==", "!="):
             return Device("sm", op, ints[0])
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     if op in ("in", "not in"):
         if isinstance(value, (tuple, list, set, frozenset)):
             items = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             return Device(kind, op, tuple(sorted(items)))  # type: ignore[arg-type, type-var]
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     if kind == "cap":
         if isinstance(value, (tuple, list)) and len(value) == 2 and all(
                 isinstance(v, int) for v in value):
             return Device("cap", op, (int(value[0]), int(value[1])))
         if isinstance(value, (tuple, list)) and len(value) == 1:
             return Device("major", op, int(value[0]))
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     if isinstance(value, bool) or not isinstance(value, int):
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     return Device(kind, op, value)
 
 
@@ -1487,7 +1478,7 @@ def _cuda_compare(op: str, value: object, node: ast.AST) -> Predicate:
             isinstance(v, int) for v in value[:2]):
         version = (int(value[0]), int(value[1]))
     if version is None:
-        return Unknown(_unparse(node))
+        return Unknown(unparse(node))
     if op == ">=":
         return CudaAtLeast(version)
     if op == ">":
@@ -1496,7 +1487,7 @@ def _cuda_compare(op: str, value: object, node: ast.AST) -> Predicate:
         return neg(CudaAtLeast(version))
     if op == "<=":
         return neg(CudaAtLeast((version[0], version[1] + 1)))
-    return Unknown(_unparse(node))
+    return Unknown(unparse(node))
 
 
 def _string_set(value: Value) -> frozenset[str] | None:
@@ -1541,21 +1532,6 @@ def _node_line(entry: AssignFact, key: ast.AST) -> int:
     return entry.line + getattr(key, "lineno", 1) - 1
 
 
-@lru_cache(maxsize=16_384)  # nodes come from ``parse_expr``'s cache and never change
-def _unparse(node: ast.AST | None) -> str:
-    if node is None:
-        return "?"
-    try:
-        return ast.unparse(node)
-    except Exception:
-        return "?"
-
-
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= 90 else text[:87] + "..."
-
-
 def on_nvidia(pred: Predicate) -> Tri:
     """Evaluate only the platform part of ``pred`` for an NVIDIA CUDA device."""
     def platform_only(atom: Predicate) -> Predicate | None:
@@ -1572,15 +1548,6 @@ def _only_unknown(pred: Predicate) -> bool:
     return all(isinstance(a, (Unknown, OptionIs, QuantIs, Const)) for a in atoms(pred))
 
 
-_OPNAMES = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
-            ast.GtE: ">=", ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
-_CMP: dict[str, Callable[[object, object], bool]] = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,  # type: ignore[operator]
-    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,  # type: ignore[operator]
-    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,  # type: ignore[operator]
-    "is": lambda a, b: a is b, "is not": lambda a, b: a is not b,
-}
 _BINOPS: dict[type, Callable[[object, object], object]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,  # type: ignore[operator]
     ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,  # type: ignore[operator]

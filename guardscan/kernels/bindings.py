@@ -35,7 +35,7 @@ from collections.abc import Callable
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.conditions import quantity_of
 from guardscan.kernels.symbols import ModuleSymbols, Resolver, split_targets
-from guardscan.kernels.syntax import NOT_LITERAL, is_sm_string, literal, parse_expr
+from guardscan.syntax import NOT_LITERAL, is_sm_string, literal, parse_expr
 
 __all__ = ["Bindings", "ScopeNames"]
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 
 from guardscan.kernels.model import GuardFn
-from guardscan.kernels.syntax import (
+from guardscan.syntax import (
     NOT_LITERAL,
     as_ints,
     as_sm_strings,

@@ -25,7 +25,7 @@ import ast
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.model import KernelFact
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.kernels.syntax import NOT_LITERAL, as_ints, call_parts, literal, parse_expr
+from guardscan.syntax import NOT_LITERAL, as_ints, call_parts, literal, parse_expr
 from guardscan.predicate import Device, Predicate
 
 __all__ = [

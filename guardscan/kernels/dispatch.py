@@ -42,7 +42,7 @@ from guardscan.kernels.conditions import compare
 from guardscan.kernels.model import Branch, KernelFact
 from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.kernels.syntax import dotted, parse_expr, segment
+from guardscan.syntax import dotted, parse_expr, segment
 from guardscan.predicate import Predicate
 
 __all__ = ["DispatchResult", "TableEdge", "recognise_dispatch"]

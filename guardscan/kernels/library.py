@@ -37,7 +37,7 @@ from guardscan.kernels.model import BackendCheck, Branch, GuardFn, KernelFact
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.support import Outcome, SupportSolver
 from guardscan.kernels.symbols import Resolver
-from guardscan.kernels.syntax import literal, parse_expr
+from guardscan.syntax import literal, parse_expr
 from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
 from guardscan.results import Evidence
 
@@ -310,7 +310,7 @@ class KernelLibrary:
         if found is None:
             return None
         default = dict(found[1].defaults).get(BACKEND_OPTION)
-        value = literal(parse_expr(default)) if default else None  # type: ignore[arg-type]
+        value = literal(parse_expr(default)) if default else None
         return value if isinstance(value, str) else None
 
     def outcome(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:

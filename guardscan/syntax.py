@@ -1,8 +1,8 @@
-"""Re-reading expression texts carried by Index facts.
+"""syntax (shared by every stage): re-reading the expression texts that index facts carry.
 
-Facts keep expressions as source text; the recognisers re-read the few they
-need with ``ast.parse("(" + text + ")", mode="eval")``. Nothing is evaluated:
-literals are read with ``ast.literal_eval``.
+Facts keep expressions as source text; stages re-read the few they need with
+:func:`parse_expr`. Nothing is ever evaluated: literals are read with
+``ast.literal_eval``, comparisons of two known constants with :data:`COMPARE`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from guardscan.index.extract import dotted
 
 __all__ = [
+    "COMPARE",
     "NOT_LITERAL",
+    "OPERATORS",
     "as_ints",
     "as_sm_strings",
     "call_parts",
@@ -24,7 +26,27 @@ __all__ = [
     "literal",
     "parse_expr",
     "segment",
+    "short",
+    "unparse",
 ]
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def parse_expr(text: str) -> ast.expr | None:
+    """An expression's tree, from its source text (``None`` if it does not parse).
+
+    The text is wrapped in parentheses and a newline, so a multi-line
+    expression and one that ends in a comment parse too. Cached: callers only
+    read the tree, never change it."""
+    try:
+        return ast.parse("(" + text + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def segment(text: str, node: ast.AST) -> str:
+    """The source of ``node`` inside an expression parsed by ``parse_expr(text)``."""
+    return ast.get_source_segment("(" + text + "\n)", node) or ""
 
 
 class _NotLiteral:
@@ -36,32 +58,54 @@ class _NotLiteral:
 NOT_LITERAL = _NotLiteral()
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def parse_expr(text: str) -> ast.expr | None:
-    """An expression's tree, from its source text (``None`` if it does not parse).
-
-    Cached: callers only read the tree, never change it."""
-    try:
-        return ast.parse("(" + text + ")", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def segment(text: str, node: ast.AST) -> str:
-    """The source of ``node`` inside an expression parsed by ``parse_expr(text)``."""
-    return ast.get_source_segment("(" + text + ")", node) or ""
-
-
-
-
-def literal(node: ast.AST, consts: Mapping[str, object] | None = None) -> object:
+def literal(node: ast.AST | None, consts: Mapping[str, object] | None = None) -> object:
     """The literal value of ``node`` (names looked up in ``consts``), or NOT_LITERAL."""
+    if node is None:
+        return NOT_LITERAL
     if consts and isinstance(node, ast.Name) and node.id in consts:
         return consts[node.id]
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return NOT_LITERAL
+
+
+@functools.lru_cache(maxsize=16_384)  # nodes come from ``parse_expr``'s cache, never change
+def unparse(node: ast.AST | None) -> str:
+    """The source text of a node (``?`` when it has none)."""
+    if node is None:
+        return "?"
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return "?"
+
+
+def short(text: str, width: int = 90) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def clear_caches() -> None:
+    """Forget parsed expressions (they only save time)."""
+    parse_expr.cache_clear()
+    unparse.cache_clear()
+
+
+#: comparison operator node type -> its text
+OPERATORS: dict[type, str] = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+
+#: comparison text -> how it compares two constants already known
+COMPARE: dict[str, Callable[[object, object], bool]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,  # type: ignore[operator]
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,  # type: ignore[operator]
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,  # type: ignore[operator]
+    "is": lambda a, b: a is b, "is not": lambda a, b: a is not b,
+}
 
 
 def as_ints(values: object) -> tuple[int, ...] | None:
