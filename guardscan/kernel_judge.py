@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 from guardscan.arch import Arch
 from guardscan.index import Index
 from guardscan.link import KernelCall
+from guardscan.messages import diagnostic, internal_error
 from guardscan.predicate import Tri
 from guardscan.resultcache import KernelAnswers
 from guardscan.results import Diagnostic, Evidence
@@ -35,6 +36,8 @@ class LibraryJudge(KernelJudge):
         self._library: KernelLibrary | None = None
         self._vocab: Vocabulary | None = None
         self._replayed = False
+        #: ``internal-error`` diagnostics of questions that raised
+        self.faults: list[Diagnostic] = []
 
     @property
     def library(self) -> KernelLibrary:
@@ -72,7 +75,15 @@ class LibraryJudge(KernelJudge):
                 for (target, backend, old_arch), _ in answers.asked:
                     self._compute(str(target), backend if isinstance(backend, str) else None,
                                   cast(Arch, old_arch))
-            value, chain, resolved = self._compute(call.target, call.backend, arch)
+            try:
+                value, chain, resolved = self._compute(call.target, call.backend, arch)
+            except Exception as exc:  # noqa: BLE001 - one kernel question never stops the scan
+                # undecided, reported, and not stored: a later scan asks again
+                self.faults.append(internal_error(
+                    call.rel, call.line, f"the kernel question `{call.target}` on {arch.name}",
+                    exc))
+                self._memo[key] = (Tri.UNKNOWN, [])
+                return self._memo[key]
             if answers is not None:
                 answers.record(key, (value, list(chain), resolved))
         if not resolved:
@@ -102,10 +113,10 @@ class LibraryJudge(KernelJudge):
             self._answers.store()
 
     def diagnostics(self) -> list[Diagnostic]:
-        return [Diagnostic(rel, line, "unresolved-kernel",
-                           f"`{target}` is not defined in {self.package} "
-                           f"{self.index.tree.version or ''}".rstrip())
-                for target, (rel, line) in sorted(self.unresolved.items())]
+        library = f"{self.package} {self.index.tree.version or ''}".rstrip()
+        return [*self.faults, *(
+            diagnostic(rel, line, "unresolved-kernel", target=target, library=library)
+            for target, (rel, line) in sorted(self.unresolved.items()))]
 
 
 def kernel_judge_for(index: Index, answers: KernelAnswers | None = None) -> LibraryJudge:

@@ -46,6 +46,7 @@ from guardscan.incremental import Changes, LinkRecord, Table, Unit, UnitKey, num
 from guardscan.index import Index
 from guardscan.index.facts import CallFact
 from guardscan.index.observe import FactsView
+from guardscan.messages import internal_error, scanned_line
 from guardscan.predicate import (
     Const,
     Device,
@@ -237,6 +238,9 @@ class _Linker:
         self.vocab.asked, self._followed_log, self._quant_log = asked, followed, quant
         try:
             run()
+        except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
+            self._unit_failed(key, exc, findings, calls)
+            return
         finally:
             reads = recorder.close(saved, merge=False)
             self.vocab.asked = self._followed_log = self._quant_log = None
@@ -246,6 +250,20 @@ class _Linker:
             tuple(self.index.grep_log[greps:]), state[0]() if state is not None else None)
         if self.prior is not None:
             self._changed(prior, unit)
+
+    def _unit_failed(self, key: UnitKey, exc: Exception, findings: int, calls: int) -> None:
+        """A unit that raised: what it found so far is dropped (it may be half
+        of it), an ``internal-error`` diagnostic says where, and the unit is
+        not recorded, so a later scan runs it again rather than replaying it."""
+        del self.links.findings[findings:]
+        del self.links.kernel_calls[calls:]
+        rel = next((str(part) for part in reversed(key) if str(part).endswith(".py")),
+                   self.quantization.path if self.quantization is not None else "")
+        unit = " ".join(str(part) for part in key[:-1] if part) or str(key[0])
+        self.links.diagnostics.append(internal_error(
+            rel, scanned_line(rel, exc), f"link unit `{unit}` of {rel}", exc))
+        if self.prior is not None:
+            self._changed(self.prior.units.get(key), None)
 
     def _changed(self, old: Unit | None, new: Unit | None) -> None:
         """Note the findings and kernel calls a unit no longer gives or gives

@@ -49,6 +49,7 @@ from guardscan.index.facts import (
     FunctionFact,
     ImportFact,
 )
+from guardscan.messages import MESSAGES, diagnostic, internal_error
 from guardscan.results import Diagnostic, OptionInfo
 from guardscan.syntax import NOT_LITERAL, literal, parse_expr, short
 
@@ -77,22 +78,6 @@ QUANTIZATION_FLAG = "--quantization"
 #: Least Jaccard overlap between an enum's values and an option's choices for
 #: the enum to count as modelling that option.
 MIN_ENUM_OVERLAP = 0.5
-
-#: Diagnostic codes and their message templates; arguments travel as data.
-MESSAGES: dict[str, str] = {
-    "unresolved-choices": "choices of {flag} not resolved: {reason}",
-    "partial-choices": "choices of {flag} only partly resolved ({count} found): {reason}",
-    "unresolved-flag": "option name not a literal in `{text}`",
-    "duplicate-option": "{flag} is defined again here; keeping the definition at {kept}",
-    "unreadable-definition": "could not read `{text}`: {reason}",
-    "unreadable-file": "a file that may define options was not analysed: {reason}",
-    "cli-name-rule": "field-to-flag rule `{name}` in {module} not understood; "
-                     "assuming '--' + name with '_' -> '-'",
-}
-
-
-def _diagnostic(rel: str, line: int, code: str, **args: object) -> Diagnostic:
-    return Diagnostic(rel, line, code, MESSAGES[code].format(**args))
 
 
 # --------------------------------------------------------------------------
@@ -929,7 +914,7 @@ def recognise_argparse_option(names: _Names, facts: FileFacts, call: CallFact,
         if not isinstance(value, str):
             if "backend" in " ".join(call.args):
                 shown = short(f"add_argument({', '.join(call.args)})", 70)
-                diagnostics.append(_diagnostic(facts.rel, call.line, "unresolved-flag",
+                diagnostics.append(diagnostic(facts.rel, call.line, "unresolved-flag",
                                                text=shown))
             return None
         strings.append(value)
@@ -1030,7 +1015,7 @@ def recognise_cli_name_rule(names: _Names, module: str,
         steps = _string_steps(parse_expr(returns[0].value), func.params[0]) \
             if len(returns) == 1 and not returns[0].path else None
         if steps is None:
-            diagnostics.append(_diagnostic(facts.rel, func.line, "cli-name-rule",
+            diagnostics.append(diagnostic(facts.rel, func.line, "cli-name-rule",
                                            name=func.name, module=module))
             return DEFAULT_CLI_NAME_RULE
         return _CliNameRule(tuple(steps), f"{facts.rel}:{func.line}")
@@ -1754,7 +1739,7 @@ def build_catalog(index: Index, *, all_backends: bool = True) -> OptionCatalog:
         if not values.complete:
             reason = "; ".join(values.problems) or "unknown form"
             code = "partial-choices" if values.items else "unresolved-choices"
-            diagnostics.append(_diagnostic(definition.rel, definition.line, code,
+            diagnostics.append(diagnostic(definition.rel, definition.line, code,
                                            flag=definition.flag, reason=reason,
                                            count=len(values.items)))
         if not values.items:
@@ -1805,7 +1790,7 @@ _T = TypeVar("_T")
 def _facts_or_report(index: Index, rel: str, diagnostics: list[Diagnostic]) -> FileFacts | None:
     outcome = index.outcome(rel)
     if outcome.facts is None:
-        diagnostics.append(_diagnostic(rel, outcome.line, "unreadable-file",
+        diagnostics.append(diagnostic(rel, outcome.line, "unreadable-file",
                                        reason=outcome.reason or outcome.status))
     return outcome.facts
 
@@ -1817,8 +1802,12 @@ def _guarded(diagnostics: list[Diagnostic], rel: str, line: int, text: str,
     try:
         return recognise()
     except (RecursionError, MemoryError) as exc:
-        diagnostics.append(_diagnostic(rel, line, "unreadable-definition", text=short(text, 70),
+        diagnostics.append(diagnostic(rel, line, "unreadable-definition", text=short(text, 70),
                                        reason=type(exc).__name__))
+        return None
+    except Exception as exc:  # noqa: BLE001 - one definition never stops the catalog
+        diagnostics.append(internal_error(rel, line, f"the option definition `{short(text, 70)}`",
+                                          exc))
         return None
 
 
@@ -1909,7 +1898,7 @@ def _dedupe(found: list[_Found], diagnostics: list[Diagnostic]) -> list[_Found]:
         group.sort(key=lambda d: (-per_module[d.module.rpartition(".")[0]], d.rel, d.line))
         kept = group[0]
         for other in group[1:]:
-            diagnostics.append(_diagnostic(other.rel, other.line, "duplicate-option", flag=flag,
+            diagnostics.append(diagnostic(other.rel, other.line, "duplicate-option", flag=flag,
                                            kept=f"{kept.rel}:{kept.line}"))
         out.append(kept)
     out.sort(key=lambda d: (d.rel, d.line))

@@ -85,6 +85,8 @@ class Diagnostic:
     line: int
     code: str
     message: str
+    #: the template's arguments (see ``guardscan.messages``); not part of identity
+    args: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "line": self.line, "code": self.code,

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from guardscan import __version__
 from guardscan.acquire import (
@@ -24,13 +25,21 @@ from guardscan.index import Index
 from guardscan.index.observe import Read
 from guardscan.index.warm import Warmer
 from guardscan.link import Links, collect_links, option_model
+from guardscan.messages import diagnostic, internal_error
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.resultcache import ResultCache
-from guardscan.results import Diagnostic, OptionInfo, PackageRef, ScanResult
+from guardscan.results import (
+    BackendVerdict,
+    Diagnostic,
+    OptionInfo,
+    PackageRef,
+    ScanResult,
+    Verdict,
+)
 from guardscan.verdict import Judged, KernelJudge, dirty_choices, judge, quantization_notes
 from guardscan.vocabulary import Vocabulary
 
-__all__ = ["ScanOptions", "Analysis", "scan", "analyse"]
+__all__ = ["Analysis", "ScanOptions", "analyse", "scan"]
 
 
 @dataclass
@@ -262,30 +271,49 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     dirty = dirty_choices(links.changed, options, opts.quantization) \
         if judged is not None and links.changed is not None else {}
     record: dict[str, dict[str, Judged]] = {}
+    faults: list[Diagnostic] = []
     for option in options:
         choices = record[option.dest] = {}
         earlier = (judged.get(option.dest, {}), dirty.get(option.dest, set()), changes) \
             if judged is not None and changes is not None else None
-        result.backends.extend(judge(index, links, option, opts.archs, opts.quantization,
-                                     kernel_judge, earlier, choices))
+        result.backends.extend(_judge_option(index, links, option, opts, kernel_judge, earlier,
+                                             choices, faults))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
-                                     *links.diagnostics]
+                                     *links.diagnostics, *faults]
     if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
         diagnostics.extend(kernel_judge.diagnostics())
     if kernel_judge is not None and hasattr(kernel_judge, "store_answers"):
         kernel_judge.store_answers()
     for outcome in index.outcomes.values():
         if outcome.status != "analysed":
-            diagnostics.append(Diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
-                                          outcome.reason))
+            diagnostics.append(diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
+                                          reason=outcome.reason))
     for rel, reason in getattr(tree, "skipped", ()):
-        diagnostics.append(Diagnostic(rel, 0, "file-skipped", reason))
+        diagnostics.append(diagnostic(rel, 0, "file-skipped", reason=reason))
     result.diagnostics = sorted(set(diagnostics))
     if results is not None:
         results.store(index, kernel_tree, result, replayed=replayed > 0 or kept is None,
                       judged=record)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
                     results.outcome if results is not None else "")
+
+
+def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,
+                  kernel_judge: KernelJudge | None, earlier: Any, choices: dict[str, Judged],
+                  faults: list[Diagnostic]) -> list[BackendVerdict]:
+    """The verdicts of one option. Should judging it raise, its choices are
+    ``unknown`` with an ``internal-error`` diagnostic at the option's
+    definition, and the other options' verdicts stand."""
+    try:
+        return judge(index, links, option, opts.archs, opts.quantization, kernel_judge,
+                     earlier, choices)
+    except Exception as exc:  # noqa: BLE001 - one option never stops the scan
+        choices.clear()
+        faults.append(internal_error(option.path, option.line,
+                                     f"judging {option.flag}", exc))
+        return [BackendVerdict(option.flag, choice, arch.name, opts.quantization,
+                               Verdict.UNKNOWN)
+                for choice in option.choices for arch in opts.archs]
 
 
 def scan(target: str | None = None, **kwargs: object) -> ScanResult:

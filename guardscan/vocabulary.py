@@ -26,6 +26,8 @@ from typing import Union
 from guardscan.index import Index
 from guardscan.index.facts import AssignFact, FunctionFact, ReturnFact, target_names
 from guardscan.index.observe import STARS, FactsView, Read, Table
+from guardscan.messages import diagnostic as make_diagnostic
+from guardscan.messages import internal_error
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -318,6 +320,8 @@ class Vocabulary:
                 self._trail = []
                 try:
                     value, diagnostic = compute()
+                except Exception as exc:  # noqa: BLE001 - one guard never stops the scan
+                    value, diagnostic = self._failed(key, exc)
                 finally:
                     reads = self._rec.close(saved, merge=False)
                 answer = Answer(value, diagnostic, self.reads_table.encode(reads)
@@ -328,6 +332,18 @@ class Vocabulary:
         if report and answer.diagnostic is not None:
             self.report(answer.diagnostic)
         return answer.value
+
+    @staticmethod
+    def _failed(key: QueryKey, exc: Exception) -> tuple[object, Diagnostic]:
+        """The answer to a question whose evaluation raised: undecided, with an
+        ``internal-error`` diagnostic at the question's file and line. The
+        evaluation's own state was restored on the way out (each step undoes
+        its bookkeeping in ``finally``), so later questions are unaffected."""
+        kind, text, rel, _, line = key
+        what = "guard" if kind == "p" else "expression"
+        reason = f"internal error: {type(exc).__name__}"
+        value: object = Resolved(Unknown(reason)) if kind == "p" else UnkV(reason)
+        return value, internal_error(rel, line, f"the {what} `{short(text)}`", exc)
 
     def same_answer(self, key: QueryKey) -> bool:
         """Asked again now, does ``key`` get its ``former`` answer?"""
@@ -396,8 +412,8 @@ class Vocabulary:
                 parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
                 reason = "cannot read " + ", ".join(f"`{short(p)}`" for p in parts[:3]) \
                     if parts else "no device test in it"
-            diagnostic = Diagnostic(rel, line, "unresolved-guard",
-                                    f"cannot resolve guard `{short(text)}`: {reason}")
+            diagnostic = make_diagnostic(rel, line, "unresolved-guard", text=short(text),
+                                         reason=reason)
         return Resolved(pred, trail), diagnostic
 
     def module_symbol(self, module: str, name: str) -> Value:

@@ -127,14 +127,10 @@ def _diagnostic_rule(code: str) -> dict[str, Any]:
 
 
 def _message_templates() -> dict[str, str]:
-    """Diagnostic templates the stages publish (``MESSAGES``), where they do."""
-    templates: dict[str, str] = {}
-    try:
-        from guardscan import options
-    except ImportError:  # pragma: no cover - the renderer must not need the pipeline
-        return templates
-    templates.update(getattr(options, "MESSAGES", {}))
-    return templates
+    """Every diagnostic code's message template (``guardscan.messages``)."""
+    from guardscan.messages import MESSAGES
+
+    return MESSAGES
 
 
 # -- results -------------------------------------------------------------------------------
