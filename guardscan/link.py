@@ -821,20 +821,30 @@ class _Linker:
             return
         methods = set(self.quantization.choices)
         threshold_methods = self._threshold_methods()
+        # Another runtime in the same wheel (sglang/multimodal_gen beside
+        # sglang/srt) has its own method tables, with same-named config classes
+        # that mean something else: only the option's own runtime counts.
+        option_parts = self.quantization.path.split("/")
+        runtime_depth = min(2, len(option_parts) - 1)
         for rel in self.index.grep([f'"{m}"' for m in sorted(methods)][:400]):
-            if "quantization" not in rel:
+            if "quantization" not in rel or _shared_prefix(rel, self.quantization.path) < \
+                    runtime_depth:
                 continue
             facts = self.index.view(rel)
             if facts is None:
                 continue
-            for assign in facts.assigns:
-                node = parse_expr(assign.value)
+            # ``TABLE = {"fp8": Fp8Config, ...}`` and ``TABLE.update({"mxfp4": ...})``
+            tables = [(a.value, a.scope, a.line) for a in facts.assigns]
+            tables += [(c.args[0], c.scope, c.line) for c in facts.calls
+                       if c.func.endswith(".update") and len(c.args) == 1]
+            for text, scope, line in tables:
+                node = parse_expr(text)
                 if not isinstance(node, ast.Dict):
                     continue
                 for key, val in zip(node.keys, node.values):
                     if not (isinstance(key, ast.Constant) and key.value in methods):
                         continue
-                    cls = self.vocab.value_at(val, rel, assign.scope, assign.line)
+                    cls = self.vocab.value_at(val, rel, scope, line)
                     if not isinstance(cls, ClassV):
                         continue
                     method = str(key.value)

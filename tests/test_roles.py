@@ -287,3 +287,29 @@ def is_npu():
     check_row(result, "x", "BBBBUUUUU")
     result = run_analysis(root, option=MOE).result
     check_row(result, "x", "UUUUUUUUU")
+
+
+def test_quantization_method_of_another_runtime_is_not_taken(tmp_path: Path) -> None:
+    """A second runtime in the same wheel (sglang/multimodal_gen beside sglang/srt,
+    as in sglang 0.5.12 and 0.5.13) maps the same method to its own, same-named
+    config class with another minimum. The option's runtime adds its entry with
+    ``TABLE.update({...})``: that entry is the one the loader's check reads."""
+    base = fixture("roles_quant")
+    files = {p.relative_to(base).as_posix(): p.read_text(encoding="utf-8")
+             for p in base.rglob("*.py")}
+    quant = "sglang/srt/layers/quantization/__init__.py"
+    files[quant] = files[quant].replace('    "myq": MyConfig,\n', "") + \
+        '\n\nif True:\n    QUANTIZATION_METHODS.update(\n        {\n            "myq": MyConfig,\n' \
+        '        }\n    )\n'
+    files["sglang/multimodal_gen/runtime/layers/quantization/__init__.py"] = (
+        "from sglang.multimodal_gen.runtime.layers.quantization.myq import MyConfig\n\n"
+        'METHODS = {"myq": MyConfig}\n')
+    files["sglang/multimodal_gen/runtime/layers/quantization/myq.py"] = (
+        "class MyConfig:\n    @classmethod\n    def get_min_capability(cls) -> int:\n"
+        "        return 121  # another runtime, another meaning\n")
+    root = make_tree(tmp_path, files, server_args=False)
+    result = run_analysis(root, option=MOE, quantization="myq").result
+    check_row(result, "x", "BBBBUUUUU")  # srt's MyConfig: 100, not 121
+    links = chain(result, "x", "sm90")
+    assert ("sglang/srt/layers/quantization/myq.py", 9) in [(p, ln) for p, ln, _ in links]
+    assert not any(p.startswith("sglang/multimodal_gen") for p, _, _ in links)
