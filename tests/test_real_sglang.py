@@ -49,8 +49,8 @@ def test_0523_hpc_ops_needs_sm90(analysis_0523: Any) -> None:
         assert _has(verdict, "sglang/srt/layers/moe/moe_runner/runner.py", "raise ValueError(",
                     "gate"), _show(verdict)
     sm90 = _verdict(analysis_0523, "--moe-runner-backend", "hpc_ops", "sm90")
-    assert sm90.verdict.value != "blocked", _show(sm90)
-    assert sm90.safe_to_try
+    assert sm90.verdict.value == "supported", _show(sm90)  # the gate admits sm90
+    assert sm90.evidence[-1].note.startswith("admits sm90"), _show(sm90)
 
 
 def test_0523_flashinfer_megamoe_a2a_needs_sm100(analysis_0523: Any) -> None:
