@@ -157,7 +157,6 @@ def link_enums(enums: Sequence[EnumInfo], options: Sequence[OptionInfo]) -> list
     return [replace(e, option_dests=tuple(chosen.get(e.qualname, ()))) for e in enums]
 
 
-
 def _cuda_only(option: OptionInfo) -> OptionInfo:
     other = {choice for choice, _ in option.platforms}
     return replace(option, choices=tuple(c for c in option.choices if c not in other),

@@ -97,6 +97,27 @@ class OptionCatalog:
 # What a form hands the catalog
 
 
+@dataclass
+class OptionDefinition:
+    """An option definition as a form read it, before choices are final."""
+
+    flag: str
+    dest: str
+    rel: str
+    line: int
+    module: str
+    scope: str
+    choices_text: str | None  # a ``choices=`` expression, or None for a Literal
+    literal_choices: tuple[str, ...] = ()
+    help: str = ""
+    default: str | None = None
+    aliases: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------
+# Text rules every form shares
+
+
 def string_value(node: ast.AST | None) -> str | None:
     """The text of a string expression: literals, implicit/``+`` concatenation,
     f-strings (placeholders kept as ``{expr}``), ``"...".format(...)``."""
@@ -132,20 +153,3 @@ def is_catalog_flag(flag: str) -> bool:
 def flag_to_dest(flag: str) -> str:
     """argparse's dest for a flag without ``dest=``."""
     return flag.lstrip("-").replace("-", "_")
-
-@dataclass
-class OptionDefinition:
-    """An option definition as a form read it, before choices are final."""
-
-    flag: str
-    dest: str
-    rel: str
-    line: int
-    module: str
-    scope: str
-    choices_text: str | None  # a ``choices=`` expression, or None for a Literal
-    literal_choices: tuple[str, ...] = ()
-    help: str = ""
-    default: str | None = None
-    aliases: tuple[str, ...] = ()
-

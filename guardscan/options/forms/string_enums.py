@@ -36,8 +36,6 @@ _MEMBER_LINE = re.compile(
     rb"""^([ \t]+)([A-Za-z]\w*)\s*=\s*[rRuU]?(["'])([^"'\\]*)\3\s*(?:#.*)?$""")
 
 
-
-
 def recognise_enum(reader: EnumReader, facts: FileFacts, cls: ClassFact) -> EnumInfo | None:
     """A string enum and the predicate methods it (or a mixin base) defines.
 
