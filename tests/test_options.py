@@ -8,11 +8,14 @@ import inspect
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
+from guardscan.index.facts import CallFact, FileFacts
+from guardscan.names import Names
 from guardscan.options import (
     FORMS,
     RECOGNISERS,
@@ -273,7 +276,8 @@ def test_a_choice_extension_that_raises_leaves_the_other_choices(
     diagnostic at that call; the other extensions and options stand."""
     original = choice_extensions._extension_of_call
 
-    def faulty(names, facts, call, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def faulty(names: Names, facts: FileFacts, call: CallFact, *args: Any,
+               **kwargs: Any) -> Any:
         if call.func == "add_attention_backend_choices":
             raise RuntimeError("injected")
         return original(names, facts, call, *args, **kwargs)
@@ -314,9 +318,9 @@ def test_recognisers_in_pipeline_order() -> None:
 
 
 @pytest.mark.parametrize("finders", [{}, {"find_definitions": list, "find_enums": list}])
-def test_a_form_serves_exactly_one_step(finders: dict[str, Callable[..., object]]) -> None:
+def test_a_form_serves_exactly_one_step(finders: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="exactly one step"):
-        OptionForm("broken", (), **finders)  # type: ignore[arg-type]
+        OptionForm("broken", (), **finders)
 
 
 # --------------------------------------------------------------------------
