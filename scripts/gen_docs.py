@@ -128,6 +128,13 @@ def _source_path(obj: object) -> str:
         return Path(filename).name
 
 
+def _package_path(package: ModuleType) -> str:
+    """``guardscan/options/`` for a package, its file for a plain module."""
+    path = _source_path(package)
+    suffix = "/__init__.py"
+    return path[: -len(suffix) + 1] if path.endswith(suffix) else path
+
+
 def _qualname(obj: object) -> str:
     if isinstance(obj, ModuleType):
         return obj.__name__
@@ -153,10 +160,11 @@ def guard_forms_page() -> str:
              ("Every form of source text guardscan reads, one recogniser each, in pipeline "
               "order. Each entry is the recogniser's own docstring."), ""]
 
-    lines += [f"## Options (`{_source_path(options)}`)", "",
+    lines += [f"## Options (`{_package_path(options)}`)", "",
               docstring_markdown(options.__doc__).rstrip(), ""]
     for recogniser in options.RECOGNISERS:
-        lines += _section(f"`{_qualname(recogniser)}`", inspect.getdoc(recogniser))
+        section = _section(f"`{_qualname(recogniser)}`", inspect.getdoc(recogniser))
+        lines += [*section[:2], f"In `{_source_path(recogniser)}`.", "", *section[2:]]
 
     lines += [f"## Vocabulary (`{_source_path(vocabulary)}`)", "",
               docstring_markdown(vocabulary.__doc__).rstrip(), ""]

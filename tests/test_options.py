@@ -8,18 +8,24 @@ import inspect
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
+from guardscan.index.facts import CallFact, FileFacts
+from guardscan.names import Names
 from guardscan.options import (
+    FORMS,
     RECOGNISERS,
     EnumInfo,
     OptionCatalog,
+    OptionForm,
     build_catalog,
     recognise_help_platforms,
 )
+from guardscan.options.forms import choice_extensions
 from guardscan.results import OptionInfo
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -262,6 +268,59 @@ def test_odd_code_gives_diagnostics_not_errors() -> None:
     weird = catalog.enums[0]
     assert weird.members == (("ONE", "one"), ("TWO", "two"))
     assert weird.predicates == ()  # recursion, unknown member, chained compare
+
+
+def test_a_choice_extension_that_raises_leaves_the_other_choices(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault while reading one extension call is an internal-error
+    diagnostic at that call; the other extensions and options stand."""
+    original = choice_extensions._extension_of_call
+
+    def faulty(names: Names, facts: FileFacts, call: CallFact, *args: Any,
+               **kwargs: Any) -> Any:
+        if call.func == "add_attention_backend_choices":
+            raise RuntimeError("injected")
+        return original(names, facts, call, *args, **kwargs)
+
+    monkeypatch.setattr(choice_extensions, "_extension_of_call", faulty)
+    catalog = catalog_of("options_argparse")
+    attention = catalog.by_flag("--attention-backend")
+    assert attention is not None
+    assert attention.choices == ("triton", "torch_native", "flashinfer", "plugin_attn2")
+    errors = [d for d in catalog.diagnostics if d.code == "internal-error"]
+    # both calls of the helper: the literal one and the one with a variable
+    assert [(d.path, d.line) for d in errors] == [("sglang/srt/plugins.py", 4),
+                                                  ("sglang/srt/plugins.py", 9)]
+    assert "RuntimeError" in errors[0].message
+    assert len(catalog.options) == 7
+
+
+# --------------------------------------------------------------------------
+# the form registry: one list drives the catalog and the docs
+
+
+def test_every_form_serves_one_step_and_is_documented() -> None:
+    assert [form.name for form in FORMS] == [
+        "argparse calls", "annotated fields", "choice-list extensions", "string enums"]
+    for form in FORMS:
+        assert form.recognisers, form.name
+        for recogniser in form.recognisers:
+            assert recogniser in RECOGNISERS, (form.name, recogniser.__name__)
+
+
+def test_recognisers_in_pipeline_order() -> None:
+    assert [r.__name__ for r in RECOGNISERS] == [
+        "recognise_argparse_option", "recognise_annotated_field", "recognise_cli_name_rule",
+        "recognise_choice_expression", "recognise_choice_extensions",
+        "recognise_comment_platforms", "recognise_help_platforms",
+        "recognise_enum", "recognise_enum_predicate", "link_enums",
+    ]
+
+
+@pytest.mark.parametrize("finders", [{}, {"find_definitions": list, "find_enums": list}])
+def test_a_form_serves_exactly_one_step(finders: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="exactly one step"):
+        OptionForm("broken", (), **finders)
 
 
 # --------------------------------------------------------------------------
