@@ -13,11 +13,11 @@ from fixturetree import make_tree
 
 from guardscan.acquire import acquire
 from guardscan.arch import standard_archs
+from guardscan.guards import Vocabulary
 from guardscan.guards.forms import REGISTRY, Example, GuardForm
 from guardscan.guards.forms.base import EXAMPLE_FILE
 from guardscan.index import Index
 from guardscan.predicate import Context, Tri
-from guardscan.vocabulary import Vocabulary
 
 ARCHS = standard_archs()
 CHAR = {Tri.TRUE: "T", Tri.FALSE: "F", Tri.UNKNOWN: "U"}

@@ -67,7 +67,8 @@ class FunctionCalls:
         for pname, default in fdef.defaults:
             node = parse_expr(default)
             if node is not None:
-                bindings[pname] = self.interpreter.value_of(node, func.rel, fdef.scope, fdef.line, {})
+                bindings[pname] = self.interpreter.value_of(node, func.rel, fdef.scope,
+                                                            fdef.line, {})
         for pname, value in func.bound:
             bindings[pname] = value
         for pname, value in zip(params, [*func.positional, *args]):

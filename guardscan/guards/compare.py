@@ -49,7 +49,7 @@ def device_compare(kind: str, op: str, value: object, node: ast.AST) -> Predicat
     if op in ("in", "not in"):
         if isinstance(value, (tuple, list, set, frozenset)):
             items = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-            return Device(kind, op, tuple(sorted(items)))  # type: ignore[arg-type, type-var]
+            return Device(kind, op, tuple(sorted(items)))
         return Unknown(unparse(node))
     if kind == "cap":
         if isinstance(value, (tuple, list)) and len(value) == 1:

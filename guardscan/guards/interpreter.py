@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable
 
 from guardscan.guards.calls import FunctionCalls
-from guardscan.guards.forms import REGISTRY, SUBJECTS
+from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
 from guardscan.guards.lookup import MODULE_END, FactTables, NameLookup
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
@@ -89,12 +89,11 @@ class Interpreter:
         if isinstance(value, ConstV):
             try:
                 return TRUE if value.value else FALSE
-            except Exception:
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return Unknown("constant")
-        for form in REGISTRY:
-            pred = form.truth(value)
-            if pred is not None:
-                return pred
+        pred = first_predicate(lambda form: form.truth(value))
+        if pred is not None:
+            return pred
         text = unparse(node) if node is not None else "?"
         if isinstance(value, UnkV):
             return Unknown(text)
@@ -103,10 +102,9 @@ class Interpreter:
         return Unknown(text)
 
     def unpack(self, value: Value, index: int) -> Value:
-        for form in REGISTRY:
-            item = form.unpack(value, index)
-            if item is not None:
-                return item
+        item = first_value(lambda form: form.unpack(value, index))
+        if item is not None:
+            return item
         if isinstance(value, ConstV) and isinstance(value.value, tuple):
             try:
                 return ConstV(value.value[index])
@@ -136,10 +134,9 @@ class Interpreter:
     def _eval_Tuple(self, node: ast.Tuple | ast.List | ast.Set, rel: str, scope: str,
                     line: int, env: dict[str, Value]) -> Value:
         items = [self.value_of(e, rel, scope, line, env) for e in node.elts]
-        for form in REGISTRY:
-            value = form.tuple_of(items)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.tuple_of(items))
+        if value is not None:
+            return value
         constants = [i.value for i in items if isinstance(i, ConstV)]
         if len(constants) == len(items):
             return ConstV(tuple(constants))
@@ -184,10 +181,9 @@ class Interpreter:
             method = self.names.instance_method(base, attr)
             if method is not None:
                 return method
-        for form in REGISTRY:
-            value = form.attribute(self, base, attr)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.attribute(self, base, attr))
+        if value is not None:
+            return value
         if isinstance(base, InstanceV):
             return UnkV(f"{base.qualname}.{attr} not found")
         if isinstance(base, ExtV):
@@ -202,16 +198,15 @@ class Interpreter:
                         env: dict[str, Value]) -> Value:
         base = self.value_of(node.value, rel, scope, line, env)
         index = self.value_of(node.slice, rel, scope, line, env)
-        for form in REGISTRY:
-            value = form.subscript(base, index)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.subscript(base, index))
+        if value is not None:
+            return value
         if isinstance(base, ConstV) and isinstance(index, ConstV):
             try:
                 key = index.value.as_slice() if isinstance(index.value, FrozenSlice) \
                     else index.value
                 return ConstV(base.value[key])  # type: ignore[index]
-            except Exception:
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return UnkV("subscript")
         return UnkV("subscript")
 
@@ -228,14 +223,13 @@ class Interpreter:
                     env: dict[str, Value]) -> Value:
         left = self.value_of(node.left, rel, scope, line, env)
         right = self.value_of(node.right, rel, scope, line, env)
-        for form in REGISTRY:
-            value = form.binop(node.op, left, right)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.binop(node.op, left, right))
+        if value is not None:
+            return value
         if isinstance(left, ConstV) and isinstance(right, ConstV):
             try:
                 return ConstV(_BINOPS[type(node.op)](left.value, right.value))
-            except Exception:
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return UnkV("arithmetic")
         return UnkV("arithmetic")
 
@@ -247,10 +241,9 @@ class Interpreter:
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
                 parts.append(self.value_of(value.value, rel, scope, line, env))
-        for form in REGISTRY:
-            formatted = form.formatted(parts)
-            if formatted is not None:
-                return formatted
+        formatted = first_value(lambda form: form.formatted(parts))
+        if formatted is not None:
+            return formatted
         texts = [p for p in parts if isinstance(p, str)]
         if len(texts) == len(parts):
             return ConstV("".join(texts))
@@ -266,7 +259,7 @@ class Interpreter:
         if isinstance(operand, ConstV) and isinstance(node.op, ast.USub):
             try:
                 return ConstV(-operand.value)  # type: ignore[operator]
-            except Exception:
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return UnkV("negation")
         return UnkV("unary operation")
 
@@ -321,10 +314,9 @@ class Interpreter:
         if isinstance(right, _OPTION_SUBJECTS) and not isinstance(left, _OPTION_SUBJECTS):
             left, right = right, left
             op = flip_op(op)
-        for form in REGISTRY:
-            pred = form.compare(left, op, right, node)
-            if pred is not None:
-                return pred
+        pred = first_predicate(lambda form: form.compare(left, op, right, node))
+        if pred is not None:
+            return pred
         if isinstance(left, OptV):
             option_pred = self.option_tests.compare(left, op, right)
             if option_pred is not None:
@@ -332,7 +324,7 @@ class Interpreter:
         if isinstance(left, ConstV) and isinstance(right, ConstV):
             try:
                 return TRUE if COMPARE[op](left.value, right.value) else FALSE
-            except Exception:
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return Unknown(unparse(node))
         return Unknown(unparse(node))
 
@@ -354,20 +346,18 @@ class Interpreter:
             if callee.qualname in self.options.enum_dests and args and isinstance(args[0], OptV):
                 return args[0]
             return InstanceV(callee.rel, callee.qualname)
-        for form in REGISTRY:
-            value = form.call_value(self, callee, args, kwargs)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.call_value(self, callee, args, kwargs))
+        if value is not None:
+            return value
         if isinstance(callee, UnkV):
             return callee
         return UnkV("call of non-function")
 
     def _external_call(self, path: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Calls of names outside the tree, recognised by qualified name."""
-        for form in REGISTRY:
-            value = form.call(self, path, args, kwargs)
-            if value is not None:
-                return value
+        value = first_value(lambda form: form.call(self, path, args, kwargs))
+        if value is not None:
+            return value
         if path == "torch" or path.startswith("torch."):
             return UnkV(f"{path}()")
         return UnkV(f"{path}() is outside the tree")

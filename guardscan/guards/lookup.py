@@ -430,7 +430,8 @@ class NameLookup:
         for func in facts.unobserved.functions:
             if func.cls == inst.qualname and func.name == attr:
                 if any(d.endswith("property") for d, _ in func.decorators):
-                    return self.interpreter.calls.call_function(FuncV(inst.rel, func.qualname), [], {})
+                    getter = FuncV(inst.rel, func.qualname)
+                    return self.interpreter.calls.call_function(getter, [], {})
                 return FuncV(inst.rel, func.qualname)
         return None
 

@@ -56,7 +56,7 @@ class Answer:
 
 
 for _cls in (Resolved, Answer):
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign,assignment]
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
 
 
 def failed_answer(key: QueryKey, exc: Exception) -> tuple[object, Diagnostic]:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 
 from guardscan.guards.forms.base import BUILTIN_MODULES, Example, GuardForm, builtin_name
+from guardscan.guards.values import Value
+from guardscan.predicate import Predicate
 
 __all__ = ["BUILTIN_MODULES", "BUILTIN_NAMES", "REGISTRY", "SUBJECTS", "Example", "GuardForm",
-           "builtin_name"]
+           "builtin_name", "first_predicate", "first_value"]
 
 
 def _discover() -> tuple[GuardForm, ...]:
@@ -39,3 +42,22 @@ REGISTRY: tuple[GuardForm, ...] = _discover()
 BUILTIN_NAMES: frozenset[str] = frozenset().union(*(f.builtins for f in REGISTRY))
 #: Value types some form compares (put on the left of a comparison).
 SUBJECTS: tuple[type, ...] = tuple(t for f in REGISTRY for t in f.subjects)
+
+
+
+def first_value(ask: Callable[[GuardForm], Value | None]) -> Value | None:
+    """The first registered form's value for ``ask`` (``None``: no form recognises it)."""
+    for form in REGISTRY:
+        answer = ask(form)
+        if answer is not None:
+            return answer
+    return None
+
+
+def first_predicate(ask: Callable[[GuardForm], Predicate | None]) -> Predicate | None:
+    """The first registered form's predicate for ``ask`` (``None``: no form reads it)."""
+    for form in REGISTRY:
+        answer = ask(form)
+        if answer is not None:
+            return answer
+    return None

@@ -54,8 +54,8 @@ class BuiltinConversions(GuardForm):
         name = builtin_name(path)
         if name in _CONVERSIONS and args and isinstance(args[0], ConstV):
             try:
-                return ConstV(_CONVERSIONS[name](args[0].value))  # type: ignore[operator]
-            except Exception:
+                return ConstV(_CONVERSIONS[name](args[0].value))
+            except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return UnkV(f"{name}()")
         if name == "getattr" and len(args) >= 2 and isinstance(args[0], ExtV) and isinstance(
                 args[1], ConstV):

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SetMembership"]
 
-_CAP = "import torch\n\nmajor, minor = torch.cuda.get_device_capability()\nsm = major * 10 + minor\n"
+_CAP = ("import torch\n\nmajor, minor = torch.cuda.get_device_capability()\n"
+        "sm = major * 10 + minor\n")
 
 
 class SetMembership(GuardForm):
