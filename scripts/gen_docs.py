@@ -29,7 +29,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -154,7 +154,7 @@ def _recogniser_doc(obj: object) -> str | None:
 
 
 def guard_forms_page() -> str:
-    from guardscan import link, options, vocabulary
+    from guardscan import link, options
 
     lines = ["# Guard forms", "", GENERATED, "",
              ("Every form of source text guardscan reads, one recogniser each, in pipeline "
@@ -166,10 +166,7 @@ def guard_forms_page() -> str:
         section = _section(f"`{_qualname(recogniser)}`", inspect.getdoc(recogniser))
         lines += [*section[:2], f"In `{_source_path(recogniser)}`.", "", *section[2:]]
 
-    lines += [f"## Vocabulary (`{_source_path(vocabulary)}`)", "",
-              docstring_markdown(vocabulary.__doc__).rstrip(), ""]
-    for name, method in _vocabulary_forms(vocabulary.Vocabulary):
-        lines += _section(f"`Vocabulary.{name}`", inspect.getdoc(method))
+    lines += _guard_form_sections()
 
     lines += [f"## Links and finding kinds (`{_source_path(link)}`)", "",
               docstring_markdown(link.__doc__).rstrip(), ""]
@@ -185,16 +182,28 @@ def guard_forms_page() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _vocabulary_forms(cls: type) -> list[tuple[str, Callable[..., object]]]:
-    """Documented ``_eval_*`` / ``_instance_attr`` / ``_probe_map_attr`` methods,
-    in source order (undocumented ones are left out, not listed empty)."""
-    wanted = []
-    for name, member in vars(cls).items():
-        if not (name.startswith("_eval_") or name in ("_instance_attr", "_probe_map_attr")):
-            continue
-        if callable(member) and inspect.getdoc(member):
-            wanted.append((name, member))
-    return wanted
+def _guard_form_sections() -> list[str]:
+    """The guards stage: its package docstring, then every registered guard form
+    (``guardscan.guards.forms.REGISTRY``) with its docstring and tested examples."""
+    from guardscan import guards
+    from guardscan.arch import standard_archs
+    from guardscan.guards.forms import REGISTRY
+
+    archs = " ".join(a.name for a in standard_archs())
+    lines = [f"## Guards (`{Path(_source_path(guards)).parent.as_posix()}/`)", "",
+             docstring_markdown(guards.__doc__).rstrip(), "",
+             (f"Each form below lives in one module under `guardscan/guards/forms/`. Its "
+              f"examples are tests (`tests/test_guard_forms_examples.py`); a row gives the "
+              f"guard's truth on {archs} (T true, F false, U unknown)."), ""]
+    for form in REGISTRY:
+        lines += _section(f"`{form.name}`", inspect.getdoc(type(form)))
+        lines[-1:-1] = ["", f"Defined by `{type(form).__name__}` in `{_source_path(type(form))}`."]
+        for kind, examples in (("Reads", form.VALID), ("Leaves unknown", form.INVALID)):
+            lines += [f"{kind}:", ""]
+            lines += [f"* `{example.guard}`" + (f": `{example.row}`" if kind == "Reads" else "")
+                      for example in examples]
+            lines.append("")
+    return lines
 
 
 def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:

@@ -12,6 +12,8 @@ from types import ModuleType
 import pytest
 
 from guardscan import options
+from guardscan.guards.forms import REGISTRY as GUARD_FORMS
+from guardscan.guards.forms import GuardForm
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gen_docs.py"
@@ -58,6 +60,28 @@ def test_every_recogniser_is_on_the_page() -> None:
         assert f"### `{recogniser.__name__}`" in page
 
 
+@pytest.mark.parametrize("form", GUARD_FORMS, ids=[f.name for f in GUARD_FORMS])
+def test_every_guard_form_is_on_the_page(form: GuardForm) -> None:
+    """Every registered guard form has its own section, from its own docstring."""
+    page = (ROOT / "docs" / "guard-forms.md").read_text(encoding="utf-8")
+    name = form.name
+    assert f"### `{name}`" in page, f"guard form {name} is missing from docs/guard-forms.md"
+    section = page.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
+    assert f"`{type(form).__name__}`" in section
+    for heading in gen_docs.HEADINGS:
+        assert f"**{heading}**" in section, (name, heading)
+
+
+@pytest.mark.parametrize("form", GUARD_FORMS, ids=[f.name for f in GUARD_FORMS])
+def test_guard_forms_document_themselves(form: GuardForm) -> None:
+    doc = type(form).__doc__
+    assert gen_docs.missing_headings(doc) == [], (
+        f"{type(form).__name__} needs the headings "
+        f"{', '.join(h + ':' for h in gen_docs.HEADINGS)}\n{doc}")
+    positions = [(doc or "").index(f"{heading}:") for heading in gen_docs.HEADINGS]
+    assert positions == sorted(positions), type(form).__name__
+
+
 def test_check_fails_on_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = _gen_docs()
     monkeypatch.setattr(module, "DOCS", tmp_path)
@@ -97,7 +121,7 @@ def test_kernel_recognisers_are_documented_when_published(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``guardscan.kernels.RECOGNISERS`` (when the package has it) joins the page;
     a recogniser documented by its module's docstring is shown with it."""
-    import guardscan.kernels as kernels
+    from guardscan import kernels
     from guardscan.kernels import decorator
 
     monkeypatch.setattr(kernels, "RECOGNISERS", [decorator.recognise_decorators],

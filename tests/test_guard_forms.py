@@ -146,9 +146,6 @@ def test_ungated_choices_stay_unknown(name: str) -> None:
 @pytest.mark.parametrize("name", sorted({f.fixture for f in FORMS}))
 def test_resolved_forms_leave_no_unresolved_guard(name: str) -> None:
     codes = [(d.path, d.line, d.code) for d in scan(name).diagnostics]
-    if name == "guards_partial":  # its direct lru_cache(partial(...)) is a known bug, below
-        known = site(name, RUNNER, 'moe_runner_backend == "x"')
-        codes = [c for c in codes if c[:2] != known]
     assert not [c for c in codes if c[2] == "unresolved-guard"], codes
 
 

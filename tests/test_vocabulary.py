@@ -12,9 +12,9 @@ import pytest
 from fixturetree import fixture, fixture_tree, line_of
 
 from guardscan.arch import standard_archs
+from guardscan.guards import Resolved, Vocabulary, looks_like_arch_guard
 from guardscan.index import Index
 from guardscan.predicate import Context, Tri, Unknown, atoms
-from guardscan.vocabulary import Resolved, Vocabulary, looks_like_arch_guard
 
 ARCHS = standard_archs()
 NAMES = [a.name for a in ARCHS]

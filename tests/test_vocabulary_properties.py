@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from guardscan.acquire import SourceTree
 from guardscan.arch import standard_archs
+from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.predicate import Context, Tri
-from guardscan.vocabulary import Vocabulary
 
 _QUANTITIES = {
     # text as SGLang writes it -> how to compute it from (major, minor)
@@ -76,7 +76,7 @@ def guard():
 def _reference(expr: str, major: int, minor: int) -> bool:
     namespace = {"cap": (major, minor), "major": major, "minor": minor,
                  "get_device_sm": lambda: major * 10 + minor}
-    return bool(eval(expr, {"__builtins__": {}}, namespace))  # noqa: S307 - our own text
+    return bool(eval(expr, {"__builtins__": {}}, namespace))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,

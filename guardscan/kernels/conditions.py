@@ -31,17 +31,8 @@ import ast
 import re
 from collections.abc import Mapping
 
+from guardscan.guards.compare import INTEGER_QUANTITIES, scalar_device_compare
 from guardscan.kernels.model import GuardFn
-from guardscan.syntax import (
-    NOT_LITERAL,
-    as_ints,
-    as_sm_strings,
-    dotted,
-    is_sm_string,
-    literal,
-    parse_expr,
-    segment,
-)
 from guardscan.predicate import (
     And,
     Const,
@@ -59,6 +50,16 @@ from guardscan.predicate import (
     flip_op,
     mentions_device,
     neg,
+)
+from guardscan.syntax import (
+    NOT_LITERAL,
+    as_ints,
+    as_sm_strings,
+    dotted,
+    is_sm_string,
+    literal,
+    parse_expr,
+    segment,
 )
 
 __all__ = [
@@ -148,15 +149,19 @@ def quantity_of_value(value_text: str, names: Mapping[str, str]) -> str | None:
 
 
 def compare(quantity: str, op: str, value: object) -> Predicate | None:
-    """``<quantity> <op> <literal value>`` as a Device predicate, if it reads as one."""
+    """``<quantity> <op> <literal value>`` as a Device predicate, if it reads as one.
+
+    One quantity against one literal is read by the guards' shared comparison
+    (``guards.compare.scalar_device_compare``), as SGLang's guards are;
+    membership and SM strings keep the kernel reader's stricter rules (sets of
+    ints or SM strings only, de-duplicated), which differ from the guard
+    forms' in what they leave unknown."""
     membership = op in ("in", "not in")
-    if quantity in ("major", "minor", "sm"):
+    if quantity in INTEGER_QUANTITIES:
         if membership:
             ints = as_ints(value)
             return Device(quantity, op, ints) if ints else None
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Device(quantity, op, value)
-        return None
+        return scalar_device_compare(quantity, op, value)
     if quantity in ("sm_str", "sm_str?"):
         if op not in ("==", "!=", "in", "not in"):
             return None
@@ -170,9 +175,8 @@ def compare(quantity: str, op: str, value: object) -> Predicate | None:
         if membership and isinstance(value, (list, tuple, set, frozenset)) and all(
                 isinstance(v, tuple) and len(v) == 2 for v in value):
             return Device("cap", op, tuple(sorted(set(value))))
-        if isinstance(value, tuple) and len(value) == 2 and all(
-                isinstance(v, int) for v in value):
-            return Device("cap", op, value)
+        if not membership and isinstance(value, tuple):
+            return scalar_device_compare("cap", op, value)
     return None
 
 

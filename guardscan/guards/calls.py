@@ -1,0 +1,126 @@
+"""guards (calls): a call of a function of the tree, by interpreting its body with
+the arguments bound.
+
+Each function is read once per distinct set of bound arguments (the values are
+hashable, so they key the memo). Its returns are combined with the conditions
+they stand under; a raise leaves without a value, so the remaining returns
+decide.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guardscan.guards.values import ConstV, CudaV, DevQ, FuncV, PredV, UnkV, Value, Wrapper
+from guardscan.index.facts import FunctionFact
+from guardscan.index.observe import FactsView, Read
+from guardscan.predicate import FALSE, Predicate, atoms, conj, disj
+from guardscan.syntax import parse_expr
+
+if TYPE_CHECKING:
+    from guardscan.guards.interpreter import Interpreter
+
+__all__ = ["MAX_GUARD_ATOMS", "FunctionCalls"]
+
+#: A function whose meaning needs more atoms than this is not read as a guard.
+MAX_GUARD_ATOMS = 16
+
+
+class FunctionCalls:
+    """Calls of the tree's functions, memoised by (function, bound arguments)."""
+
+    def __init__(self, interpreter: Interpreter) -> None:
+        self.interpreter = interpreter
+        self.index = interpreter.index
+        self.tables = interpreter.tables
+        self.stack = interpreter.stack
+        self.func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[
+            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+
+    def clear(self) -> None:
+        self.func_memo.clear()
+
+    def call_value(self, callee: Value) -> Value:
+        """Call a function value with no arguments (a probe, a partial, a cached helper)."""
+        if isinstance(callee, FuncV):
+            return self.call_function(callee, [], {})
+        if isinstance(callee, Wrapper):
+            applied = callee.apply([], {})
+            if isinstance(applied, FuncV):
+                return self.call_function(applied, [], {})
+            return applied
+        return UnkV("not callable")
+
+    def call_function(self, func: FuncV, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        facts = self.index.view(func.rel)
+        if facts is None:
+            return UnkV("function's file not analysed")
+        facts.note("func", func.qualname)
+        defs = self.tables.function_index(func.rel, facts)[0].get(func.qualname)
+        if not defs:
+            return UnkV(f"no definition of {func.qualname}")
+        fdef = defs[0]
+        bindings: dict[str, Value] = {}
+        params = list(fdef.params)
+        if fdef.cls and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        for pname, default in fdef.defaults:
+            node = parse_expr(default)
+            if node is not None:
+                bindings[pname] = self.interpreter.value_of(node, func.rel, fdef.scope,
+                                                            fdef.line, {})
+        for pname, value in func.bound:
+            bindings[pname] = value
+        for pname, value in zip(params, [*func.positional, *args]):
+            bindings[pname] = value
+        bindings.update({k: v for k, v in kwargs.items() if k in fdef.params})
+        key_bindings = tuple(sorted((k, v) for k, v in bindings.items()
+                                    if not isinstance(v, UnkV)))
+        key = (func.rel, func.qualname, key_bindings)
+        stack = self.stack
+        hit = self.func_memo.get(key)
+        if hit is not None:
+            stack.replay(hit[1], hit[2])
+            return hit[0]
+        if key in stack.active:
+            stack.cut(key)
+            return UnkV(f"recursive call to {func.qualname}")
+        state = stack.enter(key)
+        stack.trail.append((func.rel, fdef.line))
+        try:
+            value = self._interpret(facts, func.rel, fdef, bindings)
+        finally:
+            pure, reads = stack.leave(key, state)
+        if pure:
+            self.func_memo[key] = (value, stack.trail_since(state), reads)
+        return value
+
+    def _interpret(self, facts: FactsView, rel: str, fdef: FunctionFact,
+                   bindings: dict[str, Value]) -> Value:
+        facts.note("scope", fdef.qualname)
+        returns = self.tables.returns_by_scope(rel, facts).get(fdef.qualname, ())
+        if not returns:
+            return UnkV(f"{fdef.name}() returns nothing readable")
+        results: list[tuple[Predicate, Value]] = []
+        for ret in returns:
+            node = parse_expr(ret.value) if ret.value else None
+            value: Value = self.interpreter.value_of(node, rel, fdef.qualname, ret.line, bindings) \
+                if node is not None else ConstV(None)
+            cond = self.interpreter.names.path_pred(facts, rel, fdef.qualname, ret.path, bindings)
+            results.append((cond, value))
+        # a raise leaves without a value; the remaining returns decide
+        if all(isinstance(v, (PredV, ConstV)) for _, v in results):
+            pred = disj(*(conj(c, self.interpreter.to_pred(v)) for c, v in results))
+            if len(atoms(pred)) > MAX_GUARD_ATOMS:
+                return UnkV(f"{fdef.name}() is too large to read as a guard")
+            return PredV(pred)
+        device = [v for _, v in results if isinstance(v, (DevQ, CudaV))]
+        if device and all(v == device[0] for v in device):
+            # the other returns are fallbacks (non-CUDA platforms, probing errors):
+            # on the NVIDIA devices we judge the function yields this quantity.
+            return device[0]
+        live = [(c, v) for c, v in results if c != FALSE]
+        if len(live) == 1:
+            return live[0][1]
+        kinds = {type(v).__name__ for _, v in results}
+        return UnkV(f"{fdef.name}() returns {'/'.join(sorted(kinds))}")

@@ -1,0 +1,460 @@
+"""guards (name lookup): what a name in a guard is bound to in the scanned tree.
+
+Names resolve through the scope's local assignments, the module's definitions
+and imports (star imports and re-exports included), so ``is_sm100_supported``
+imported as ``_sm100`` is still that guard. Bindings made under conditions are
+combined with those conditions; bindings on a non-NVIDIA-only path are skipped.
+(This is the guards' own resolver for now; the shared ``guardscan.names`` will
+take its place.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from guardscan.guards.forms import BUILTIN_NAMES
+from guardscan.guards.stack import MODULE_END, EvaluationStack
+from guardscan.guards.values import (
+    ClassV,
+    ConstV,
+    ExtV,
+    FuncV,
+    InstanceV,
+    ModuleV,
+    PredV,
+    UnkV,
+    Value,
+)
+from guardscan.index import Index
+from guardscan.index.facts import (
+    AssignFact,
+    ClassFact,
+    FunctionFact,
+    ImportFact,
+    ReturnFact,
+    target_names,
+)
+from guardscan.index.observe import STARS, FactsView, Read
+from guardscan.predicate import (
+    FALSE,
+    TRUE,
+    Context,
+    Platform,
+    Predicate,
+    Tri,
+    Unknown,
+    conj,
+    disj,
+    neg,
+    substitute,
+)
+
+if TYPE_CHECKING:
+    from guardscan.guards.interpreter import Interpreter
+
+__all__ = ["MODULE_END", "FactTables", "NameLookup", "enclosing_scopes", "on_nvidia"]
+
+_PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|torch\.version)",
+                             re.IGNORECASE)
+
+
+class FactTables:
+    """Per-file tables over the index facts (bindings by name, functions by
+    qualified name, returns by function), built once and forgotten on release.
+    Callers note what they look up."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.module_cache: dict[str, dict[str, list[object]]] = {}
+        self.assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
+        self.import_index: dict[str, dict[str, dict[str, list[ImportFact]]]] = {}
+        self.functions_of: dict[str, tuple[dict[str, list[FunctionFact]],
+                                           dict[tuple[str, str], FunctionFact]]] = {}
+        self.returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
+        packages = {m.rpartition(".")[0] for m in index.by_module}
+        self.packages = packages | {p.rpartition(".")[0] for p in list(packages) if p}
+
+    def clear(self) -> None:
+        for memo in (self.module_cache, self.assign_index, self.import_index,
+                     self.functions_of, self.returns_of):
+            memo.clear()
+
+    def module_entries(self, rel: str, name: str) -> list[object]:
+        """The module-level bindings of ``name`` in ``rel`` (assignments, then
+        functions, classes and imports, each in file order)."""
+        view = self.index.view(rel)
+        if view is None:
+            return []
+        view.note("name", name)
+        return self.module_table(rel, view).get(name, [])
+
+    def module_table(self, rel: str, view: FactsView) -> dict[str, list[object]]:
+        cached = self.module_cache.get(rel)
+        if cached is not None:
+            return cached
+        facts = view.unobserved
+        table: dict[str, list[object]] = {}
+        for assign in facts.assigns:
+            if assign.scope:
+                continue
+            for target in assign.targets:
+                for name in target_names(target):
+                    table.setdefault(name, []).append(assign)
+        for func in facts.functions:
+            if not func.scope:
+                table.setdefault(func.name, []).append(func)
+        for cls in facts.classes:
+            if not cls.scope:
+                table.setdefault(cls.qualname, []).append(cls)
+        for imp in facts.imports:
+            if not imp.scope:
+                table.setdefault(imp.local, []).append(imp)
+        self.module_cache[rel] = table
+        return table
+
+    def scope_assigns(self, rel: str, facts: FactsView, scope: str) -> dict[str, list[AssignFact]]:
+        facts.note("scope", scope)
+        per_file = self.assign_index.get(rel)
+        if per_file is None:
+            per_file = {}
+            for assign in facts.unobserved.assigns:
+                if not assign.scope:
+                    continue
+                table = per_file.setdefault(assign.scope, {})
+                for target in assign.targets:
+                    for target_name in target_names(target):
+                        table.setdefault(target_name, []).append(assign)
+            self.assign_index[rel] = per_file
+        return per_file.get(scope, {})
+
+    def scope_imports(self, rel: str, facts: FactsView, scope: str) -> dict[str, list[ImportFact]]:
+        facts.note("scope", scope)
+        per_file = self.import_index.get(rel)
+        if per_file is None:
+            per_file = {}
+            for imp in facts.unobserved.imports:
+                if imp.scope:
+                    per_file.setdefault(imp.scope, {}).setdefault(imp.local, []).append(imp)
+            self.import_index[rel] = per_file
+        return per_file.get(scope, {})
+
+    def returns_by_scope(self, rel: str, facts: FactsView) -> dict[str, list[ReturnFact]]:
+        """A file's return statements by function, in file order."""
+        table = self.returns_of.get(rel)
+        if table is None:
+            table = self.returns_of[rel] = {}
+            for ret in facts.unobserved.returns:
+                table.setdefault(ret.scope, []).append(ret)
+        return table
+
+    def function_index(self, rel: str, facts: FactsView) -> tuple[
+            dict[str, list[FunctionFact]], dict[tuple[str, str], FunctionFact]]:
+        """A file's functions by qualified name (all of them, in order) and by
+        (enclosing scope, name) (the first), so lookups do not scan them all."""
+        index = self.functions_of.get(rel)
+        if index is None:
+            by_qualname: dict[str, list[FunctionFact]] = {}
+            by_scope: dict[tuple[str, str], FunctionFact] = {}
+            for func in facts.unobserved.functions:
+                by_qualname.setdefault(func.qualname, []).append(func)
+                by_scope.setdefault((func.scope, func.name), func)
+            index = self.functions_of[rel] = (by_qualname, by_scope)
+        return index
+
+    def star_has(self, rel: str, name: str, depth: int) -> bool:
+        if depth <= 0:
+            return False
+        facts = self.index.view(rel)
+        if facts is None:
+            return False
+        facts.note(*STARS)
+        for imp in facts.unobserved.imports:
+            if imp.local == "*" and not imp.scope:
+                target = self.index.by_module.get(imp.module)
+                if target and (self.module_entries(target, name)
+                               or self.star_has(target, name, depth - 1)):
+                    return True
+        return False
+
+    def is_package(self, module: str) -> bool:
+        return any(m == module or m.startswith(module + ".") for m in self.packages)
+
+
+class NameLookup:
+    """Name -> value, memoised per (file, name) and per (file, scope, name, line)."""
+
+    def __init__(self, interpreter: Interpreter, tables: FactTables, stack: EvaluationStack,
+                 ) -> None:
+        self.interpreter = interpreter
+        self.tables = tables
+        self.index = tables.index
+        self.stack = stack
+        self.name_memo: dict[tuple[str, str], tuple[
+            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        self.local_memo: dict[tuple[str, str, str, int], tuple[
+            Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        self.reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
+        self.scopes_memo: dict[tuple[str, str], tuple[list[str], tuple[Read, ...]]] = {}
+
+    def clear(self) -> None:
+        for memo in (self.name_memo, self.local_memo, self.reach_memo, self.scopes_memo):
+            memo.clear()
+
+    def lookup(self, rel: str, scope: str, name: str, line: int) -> Value:
+        facts = self.index.view(rel)
+        if facts is None:
+            return UnkV(f"{rel} not analysed")
+        stack = self.stack
+        # local scopes, innermost first (class bodies do not enclose methods)
+        known = self.scopes_memo.get((rel, scope))
+        if known is None:
+            saved = stack.recorder.open()
+            try:
+                scopes = enclosing_scopes(scope, facts)
+            finally:
+                self.scopes_memo[(rel, scope)] = (scopes, stack.recorder.close(saved))
+        else:
+            scopes = known[0]
+            stack.recorder.add(known[1])
+        for sc in scopes:
+            lkey = (rel, sc, name, line)
+            lhit = self.local_memo.get(lkey)
+            if lhit is not None:
+                local = lhit[0]
+                stack.replay(lhit[1], lhit[2])
+            else:
+                akey = ("local", lkey)
+                if akey in stack.active:
+                    stack.cut(akey)
+                    return UnkV(f"cyclic local {name}")
+                state = stack.enter(akey)
+                try:
+                    local = self._lookup_local(facts, rel, sc, name, line)
+                finally:
+                    pure, reads = stack.leave(akey, state)
+                if pure:
+                    # the definition lines it went through, each once
+                    self.local_memo[lkey] = (local, tuple(dict.fromkeys(stack.trail_since(state))),
+                                             reads)
+            if local is not None:
+                return local
+        key = (rel, name)
+        hit = self.name_memo.get(key)
+        if hit is not None:
+            stack.replay(hit[1], hit[2])
+            return hit[0]
+        if key in stack.active:
+            stack.cut(key)
+            return UnkV(f"cyclic definition of {name}")
+        state = stack.enter(key)
+        try:
+            value = self._lookup_module(facts, rel, name)
+        finally:
+            pure, reads = stack.leave(key, state)
+        if pure:
+            self.name_memo[key] = (value, stack.trail_since(state), reads)
+        return value
+
+    def _lookup_local(self, facts: FactsView, rel: str, scope: str, name: str,
+                      line: int) -> Value | None:
+        if not scope:
+            return None
+        candidates = sorted(
+            (a for a in self.tables.scope_assigns(rel, facts, scope).get(name, ())
+             if a.line < line),
+            key=lambda a: a.line, reverse=True)
+        candidates = [a for a in candidates
+                      if not a.path or self._reachable_on_nvidia(facts, rel, scope, a)]
+        best = candidates[0] if candidates else None
+        for imp in self.tables.scope_imports(rel, facts, scope).get(name, ()):
+            if imp.line < line and (best is None or imp.line > best.line):
+                return self.import_value(imp.module, imp.name, rel, imp.line)
+        if best is not None:
+            # if/else branches that each assign the name: combine them
+            group = [best]
+            for other in candidates[1:]:
+                if all(_exclusive(other.path, g.path) for g in group):
+                    group.append(other)
+                else:
+                    break
+            if len(group) > 1:
+                values = [self.assign_value(rel, g, name) for g in group]
+                if all(isinstance(v, (PredV, ConstV)) for v in values):
+                    to_pred = self.interpreter.to_pred
+                    parts = [conj(self.path_pred(facts, rel, scope, g.path), to_pred(v))
+                             for g, v in zip(group, values)]
+                    return PredV(disj(*parts))
+            return self.assign_value(rel, best, name)
+        by_qualname, by_scope = self.tables.function_index(rel, facts)
+        facts.note("func", scope)  # its parameters
+        facts.note("scope", scope)  # functions defined in it
+        if any(name in func.params for func in by_qualname.get(scope, ())):
+            return UnkV(f"parameter {name}")
+        func = by_scope.get((scope, name))
+        if func is not None:
+            return FuncV(rel, func.qualname)
+        return None
+
+    def _reachable_on_nvidia(self, facts: FactsView, rel: str, scope: str,
+                             assign: AssignFact) -> bool:
+        """False when the assignment's path needs a non-NVIDIA platform."""
+        key = (rel, assign.line)
+        stack = self.stack
+        known = self.reach_memo.get(key)
+        if known is not None:
+            stack.recorder.add(known[1])
+            return known[0]
+        akey = ("reach", key)
+        if akey in stack.active:
+            stack.cut(akey)
+            return True
+        state = stack.enter(akey)
+        try:
+            texts = " ".join(facts.cond(s).text for s in assign.path)
+            result = not _PLATFORM_WORDS.search(texts) or on_nvidia(
+                self.path_pred(facts, rel, scope, assign.path)) is not Tri.FALSE
+        finally:
+            pure, reads = stack.leave(akey, state)
+        if pure:
+            self.reach_memo[key] = (result, reads)
+        return result
+
+    def _lookup_module(self, facts: FactsView, rel: str, name: str) -> Value:
+        entries = self.tables.module_entries(rel, name)
+        if not entries:
+            facts.note(*STARS)
+            star = [i for i in facts.unobserved.imports if i.local == "*" and not i.scope]
+            for imp in star:
+                target = self.index.by_module.get(imp.module)
+                if target is not None and target != rel and (
+                        self.tables.module_entries(target, name)
+                        or self.tables.star_has(target, name, 3)):
+                    return self.lookup(target, "", name, MODULE_END)
+            if name in BUILTIN_NAMES:
+                return ExtV(f"builtins.{name}")
+            return UnkV(f"{name} is not defined in {facts.module}")
+        # prefer unconditional definitions; combine conditional boolean ones
+        values: list[tuple[tuple[int, ...], Value]] = []
+        for entry in entries:
+            if isinstance(entry, AssignFact):
+                values.append((entry.path, self.assign_value(rel, entry, name)))
+            elif isinstance(entry, FunctionFact):
+                self.stack.trail.append((rel, entry.line))
+                values.append((entry.path, FuncV(rel, entry.qualname)))
+            elif isinstance(entry, ClassFact):
+                values.append((entry.path, ClassV(rel, entry.qualname)))
+            elif isinstance(entry, ImportFact):
+                values.append((entry.path, self.import_value(entry.module, entry.name,
+                                                                  rel, entry.line)))
+        unconditional = [v for p, v in values if not p]
+        if len(values) == 1:
+            return values[0][1]
+        predicates = [(p, v.pred) for p, v in values if isinstance(v, PredV)]
+        if len(predicates) == len(values):
+            parts = [conj(self.path_pred(facts, rel, "", path), pred)
+                     for path, pred in predicates]
+            return PredV(disj(*parts))
+        if unconditional:
+            return unconditional[-1]
+        return UnkV(f"{name} is bound under conditions")
+
+    def import_value(self, module: str, name: str | None, rel: str, line: int) -> Value:
+        self.stack.trail.append((rel, line))
+        if name is None:
+            if module in self.index.by_module or self.tables.is_package(module):
+                return ModuleV(module)
+            return ExtV(module)
+        submodule = f"{module}.{name}"
+        if submodule in self.index.by_module:
+            return ModuleV(submodule)
+        target = self.index.by_module.get(module)
+        if target is None:
+            return ExtV(submodule)
+        return self.lookup(target, "", name, MODULE_END)
+
+    def assign_value(self, rel: str, assign: AssignFact, name: str) -> Value:
+        self.stack.trail.append((rel, assign.line))
+        interpreter = self.interpreter
+        node = interpreter.parse(assign.value) if assign.value else None
+        if node is None:
+            return UnkV(f"{name} has no readable value")
+        value = interpreter.value_of(node, rel, assign.scope, assign.line, {})
+        for target in assign.targets:
+            names = target_names(target)
+            if name in names and len(names) > 1:
+                return interpreter.unpack(value, names.index(name))
+        return value
+
+    def path_pred(self, facts: FactsView, rel: str, scope: str, path: tuple[int, ...],
+                  env: Mapping[str, Value] | None = None) -> Predicate:
+        """The conditions on ``path`` (signed condition ids) as one predicate."""
+        interpreter = self.interpreter
+        parts: list[Predicate] = []
+        for signed in path:
+            cond = facts.cond(signed)
+            if cond.kind == "except":
+                parts.append(Unknown(cond.text.strip("<>")))
+                continue
+            node = interpreter.parse(cond.text)
+            if node is None:
+                parts.append(Unknown(cond.text))
+                continue
+            value = interpreter.value_of(node, rel, scope, cond.line, dict(env or {}))
+            pred = interpreter.to_pred(value, node)
+            parts.append(pred if signed > 0 else neg(pred))
+        return conj(*parts)
+
+    # -- members of classes and instances -------------------------------------------
+    def class_attr(self, cls: ClassV, attr: str) -> Value:
+        facts = self.index.view(cls.rel)
+        if facts is None:
+            return UnkV("class file not analysed")
+        facts.note("cls", cls.qualname)
+        for func in facts.unobserved.functions:
+            if func.cls == cls.qualname and func.name == attr:
+                return FuncV(cls.rel, func.qualname)
+        for assign in facts.in_scope("assigns", cls.qualname):
+            if attr in assign.targets:
+                return self.assign_value(cls.rel, assign, attr)
+        return UnkV(f"{cls.qualname}.{attr} not found")
+
+    def instance_method(self, inst: InstanceV, attr: str) -> Value | None:
+        """A method (a property's value) of an instance, or ``None`` when its
+        class defines no such method."""
+        facts = self.index.view(inst.rel)
+        if facts is None:
+            return UnkV("class file not analysed")
+        facts.note("cls", inst.qualname)
+        for func in facts.unobserved.functions:
+            if func.cls == inst.qualname and func.name == attr:
+                if any(d.endswith("property") for d, _ in func.decorators):
+                    getter = FuncV(inst.rel, func.qualname)
+                    return self.interpreter.calls.call_function(getter, [], {})
+                return FuncV(inst.rel, func.qualname)
+        return None
+
+
+def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Two paths that cannot both hold (one took a branch the other did not)."""
+    return any(-i in b for i in a)
+
+
+def enclosing_scopes(scope: str, facts: FactsView) -> list[str]:
+    scopes = []
+    current = scope
+    while current:
+        if not facts.has_class(current):
+            scopes.append(current)
+        current = current.rpartition(".")[0]
+    return scopes
+
+
+def on_nvidia(pred: Predicate) -> Tri:
+    """Evaluate only the platform part of ``pred`` for an NVIDIA CUDA device."""
+    def platform_only(atom: Predicate) -> Predicate | None:
+        if isinstance(atom, Platform):
+            return TRUE if atom.name in ("cuda", "cuda_alike") else FALSE
+        return None
+    return substitute(pred, platform_only).evaluate(Context())

@@ -1,0 +1,186 @@
+"""guards (values): the abstract values a guard expression can evaluate to.
+
+The interpreter never runs scanned code; it maps each expression to one of
+these values. Every value is frozen and hashable by construction (constants
+freeze their containers), because values enter memo keys: a function called
+with a value as argument is remembered by (function, bound arguments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from guardscan.predicate import Predicate
+
+__all__ = [
+    "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
+    "InstanceV", "MajorTimesTen", "ModuleV", "Opaque", "OptV", "PlatformV", "PredV", "UnkV",
+    "Value", "Wrapper", "freeze",
+]
+
+
+@dataclass(frozen=True)
+class PredV:
+    pred: Predicate
+
+
+@dataclass(frozen=True)
+class DevQ:
+    """A device quantity: cap (tuple), major, minor, sm (major*10+minor)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class CudaV:
+    """torch.version.cuda, as text or as a (major, minor) tuple."""
+
+
+@dataclass(frozen=True)
+class ConstV:
+    """A constant. Its value is frozen on construction (lists to tuples, sets to
+    frozensets, slices to ``FrozenSlice``) so that every value is hashable and
+    can key a memo: the interpreter models ``[a, b]`` as ``(a, b)`` already."""
+
+    value: object
+
+    def __post_init__(self) -> None:
+        if type(self.value) not in _ATOMIC:
+            object.__setattr__(self, "value", freeze(self.value))
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenSlice:
+    """A slice as a hashable constant (``slice`` is unhashable before Python 3.12)."""
+
+    start: object
+    stop: object
+    step: object
+
+    def as_slice(self) -> slice:
+        return slice(self.start, self.stop, self.step)
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A constant of a type the interpreter does not model, kept by its text."""
+
+    text: str
+
+
+_ATOMIC = frozenset({int, str, bool, float, type(None), bytes})
+
+
+def freeze(value: object) -> object:
+    """``value`` with every container made immutable and hashable."""
+    if type(value) in _ATOMIC:
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(freeze(v) for v in value)
+    if isinstance(value, slice):
+        return FrozenSlice(freeze(value.start), freeze(value.stop), freeze(value.step))
+    if isinstance(value, dict):
+        return Opaque(repr(value))
+    try:
+        hash(value)
+    except TypeError:
+        return Opaque(repr(value))
+    return value
+
+
+@dataclass(frozen=True)
+class FuncV:
+    rel: str
+    qualname: str
+    bound: tuple[tuple[str, Value], ...] = ()
+    positional: tuple[Value, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClassV:
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class InstanceV:
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
+class ModuleV:
+    name: str
+
+
+@dataclass(frozen=True)
+class OptV:
+    """The value of a backend option (by dest) or of an enum linked to it."""
+
+    dest: str
+
+
+@dataclass(frozen=True)
+class EnumMemberV:
+    values: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ExtV:
+    """A name from outside the tree (``torch.cuda...``, ``functools.partial``,
+    builtins), known only by its qualified name: never imported."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class UnkV:
+    reason: str
+
+
+@dataclass(frozen=True)
+class FormValue:
+    """Base of the values a guard form defines for itself (one new file per form:
+    see ``guards.forms.device_properties``). As a predicate it is unknown."""
+
+
+@dataclass(frozen=True)
+class PlatformV:
+    """``torch.version.hip``-like: not None exactly on that platform."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class MajorTimesTen:
+    """``major * 10``, half-way to the SM number ``major * 10 + minor``."""
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """functools.partial / lru_cache / cache, applied lazily."""
+
+    kind: str
+    inner: Value | None = None
+    bound: tuple[tuple[str, Value], ...] = ()
+    positional: tuple[Value, ...] = ()
+
+    def apply(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        if self.kind == "decorator-factory":  # lru_cache(maxsize=1)(f)
+            return args[0] if args else UnkV("lru_cache() without function")
+        if self.kind == "partial":
+            inner = self.inner
+            if isinstance(inner, FuncV):
+                return FuncV(inner.rel, inner.qualname,
+                             tuple(sorted({**dict(inner.bound), **dict(self.bound),
+                                           **kwargs}.items())),
+                             (*inner.positional, *self.positional, *args))
+            return UnkV("partial of unknown function")
+        return UnkV("wrapper")
+
+
+#: Every value the interpreter produces.
+Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
+         | EnumMemberV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)

@@ -1,0 +1,168 @@
+"""guards (vocabulary): what each guard really tests, resolved from the tree's own
+definitions; the stage's public face.
+
+A guard expression (``is_sm100_supported()``, ``get_platform().is_sm100``,
+``major != 9``, ``get_device_sm() >= 100``...) is read by the interpreter
+(``guards.interpreter``) over the index facts, with the registered guard
+forms (``guards.forms``) saying what outside names and device quantities
+mean. Nothing is keyed on a guard's spelling: a name means what its
+definition says. Anything the interpreter cannot reduce stays ``Unknown``;
+when such an expression looks like an architecture guard, an
+``unresolved-guard`` diagnostic says where and why.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+
+from guardscan.guards.interpreter import Interpreter
+from guardscan.guards.lookup import MODULE_END
+from guardscan.guards.option_tests import OptionModel
+from guardscan.guards.questions import (
+    Answer,
+    QueryKey,
+    Resolved,
+    failed_answer,
+    looks_like_arch_guard,
+    only_unknown,
+)
+from guardscan.guards.stack import EvaluationStack
+from guardscan.guards.values import UnkV, Value
+from guardscan.index import Index
+from guardscan.index.observe import Table
+from guardscan.messages import diagnostic as make_diagnostic
+from guardscan.predicate import Unknown, atoms
+from guardscan.results import Diagnostic
+from guardscan.syntax import clear_caches, parse_expr, short, unparse
+
+__all__ = ["Vocabulary"]
+
+
+class Vocabulary:
+    """Resolve guard expressions of one tree to Predicates."""
+
+    def __init__(self, index: Index, options: OptionModel | None = None) -> None:
+        self.index = index
+        self.options = options or OptionModel()
+        self.diagnostics: list[Diagnostic] = []
+        self._stack = EvaluationStack(index.recorder)
+        self._interpreter = Interpreter(index, self.options, self._stack)
+        self._reported: set[tuple[str, int, str]] = set()
+        #: this scan's answers to outside questions; answers of an earlier scan
+        #: still valid; the questions asked since ``asked`` was set (or None)
+        self.answers: dict[QueryKey, Answer] = {}
+        self.stored: Mapping[QueryKey, Answer] = {}
+        #: answers of an earlier scan that a change may have touched
+        self.former: Mapping[QueryKey, Answer] = {}
+        self.asked: list[QueryKey] | None = None
+        #: when set, answers keep their reads as numbers in this table
+        self.reads_table: Table | None = None
+
+    def release_caches(self) -> None:
+        """Forget every memo. They only save time, and they hold on to most of the
+        facts; a scan calls this once linking is done (later questions, such as
+        ``explain``'s, are answered afresh). Diagnostics stay."""
+        self._interpreter.clear()
+        self.answers, self.stored, self.former = {}, {}, {}
+        self._stack.recorder.reads.clear()
+        clear_caches()
+
+    # -- questions from outside ---------------------------------------------------------
+    # Each is answered once per scan and kept as an ``Answer`` with what it read,
+    # so a later scan can keep the answers whose reads a change cannot touch
+    # (``stored``) and ask the rest again (see ``guardscan.incremental``).
+
+    def ask(self, key: QueryKey, compute: Callable[[], tuple[object, Diagnostic | None]],
+            report: bool = True) -> object:
+        answer = self.answers.get(key)
+        if answer is None:
+            answer = self.stored.get(key)
+            if answer is None:
+                recorder = self._stack.recorder
+                saved = recorder.open()
+                self._stack.trail = []
+                try:
+                    value, diagnostic = compute()
+                except Exception as exc:  # noqa: BLE001 - one guard never stops the scan
+                    value, diagnostic = failed_answer(key, exc)
+                finally:
+                    reads = recorder.close(saved, merge=False)
+                answer = Answer(value, diagnostic, self.reads_table.encode(reads)
+                                if self.reads_table is not None else reads)
+            self.answers[key] = answer
+        if self.asked is not None:
+            self.asked.append(key)
+        if report and answer.diagnostic is not None:
+            self.report(answer.diagnostic)
+        return answer.value
+
+    def same_answer(self, key: QueryKey) -> bool:
+        """Asked again now, does ``key`` get its ``former`` answer?"""
+        old = self.former.get(key)
+        kind, text, rel, scope, line = key
+        if old is None:
+            return False
+        asked, self.asked = self.asked, None
+        try:
+            if kind == "p":
+                self.predicate(text, rel, scope, line, report=False)
+            else:
+                self.value(text, rel, scope, line)
+        finally:
+            self.asked = asked
+        new = self.answers[key]
+        return new.value == old.value and new.diagnostic == old.diagnostic
+
+    def report(self, diagnostic: Diagnostic) -> None:
+        key = (diagnostic.path, diagnostic.line, diagnostic.message)
+        if key not in self._reported:
+            self._reported.add(key)
+            self.diagnostics.append(diagnostic)
+
+    def predicate(self, text: str, rel: str, scope: str, line: int,
+                  report: bool = True) -> Resolved:
+        """The meaning of the expression ``text`` found in ``rel`` inside ``scope``."""
+        return self.ask(("p", text, rel, scope, line),  # type: ignore[return-value]
+                        lambda: self._predicate(text, rel, scope, line), report)
+
+    def value(self, text: str, rel: str, scope: str, line: int) -> Value:
+        """The value of the expression ``text`` found in ``rel`` inside ``scope``."""
+        def compute() -> tuple[Value, None]:
+            node = parse_expr(text)
+            return (self._interpreter.top_value(node, rel, scope, line) if node is not None
+                    else UnkV(f"unparseable: {text[:60]}")), None
+        return self.ask(("v", text, rel, scope, line), compute)  # type: ignore[return-value]
+
+    def value_at(self, node: ast.expr, rel: str, scope: str, line: int) -> Value:
+        """The value of a sub-expression (of a parsed expression) in ``rel``,
+        asked as its text (so a later scan can ask it again)."""
+        return self.value(unparse(node), rel, scope, line)
+
+    def _predicate(self, text: str, rel: str, scope: str, line: int,
+                   ) -> tuple[Resolved, Diagnostic | None]:
+        if text.startswith("<"):  # except / match clauses
+            return Resolved(Unknown(text.strip("<>"))), None
+        node = parse_expr(text)
+        if node is None:
+            return Resolved(Unknown(f"unparseable: {text[:60]}")), None
+        value = self._interpreter.top_value(node, rel, scope, line)
+        pred = self._interpreter.to_pred(value, node)
+        trail = tuple(dict.fromkeys(self._stack.trail))
+        diagnostic = None
+        if looks_like_arch_guard(text) and only_unknown(pred):
+            if isinstance(value, UnkV):
+                reason = value.reason
+            else:
+                parts = sorted({a.reason for a in atoms(pred) if isinstance(a, Unknown)})
+                reason = "cannot read " + ", ".join(f"`{short(p)}`" for p in parts[:3]) \
+                    if parts else "no device test in it"
+            diagnostic = make_diagnostic(rel, line, "unresolved-guard", text=short(text),
+                                         reason=reason)
+        return Resolved(pred, trail), diagnostic
+
+    def module_symbol(self, module: str, name: str) -> Value:
+        rel = self.index.by_module.get(module)
+        if rel is None:
+            return UnkV(f"{module} not in tree")
+        return self._interpreter.names.lookup(rel, "", name, MODULE_END)
