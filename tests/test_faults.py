@@ -16,7 +16,7 @@ import guardscan.scan as scan_stage
 from guardscan.acquire import SourceTree
 from guardscan.arch import parse_arch
 from guardscan.index import Index
-from guardscan.kernel_judge import LibraryJudge
+from guardscan.kernels.judge import LibraryJudge
 from guardscan.link import KernelCall, _Linker
 from guardscan.predicate import TRUE, Tri
 from guardscan.results import Diagnostic, ScanResult
