@@ -163,7 +163,8 @@ def guard_forms_page() -> str:
     for name, method in _vocabulary_forms(vocabulary.Vocabulary):
         lines += _section(f"`Vocabulary.{name}`", inspect.getdoc(method))
 
-    lines += [f"## Links and finding kinds (`{_source_path(link)}`)", "",
+    link_path = _source_path(link).removesuffix("__init__.py")  # the package: guardscan/link/
+    lines += [f"## Links and finding kinds (`{link_path}`)", "",
               docstring_markdown(link.__doc__).rstrip(), ""]
 
     kernels = _kernel_recognisers()
