@@ -219,7 +219,7 @@ def _run_scan(argv: list[str]) -> int:
 
 
 def _run_explain(argv: list[str]) -> int:
-    from guardscan.explain import explain
+    from guardscan.report.explain import explain
 
     args = build_explain_parser().parse_intermixed_args(argv)
     args.option_list = [args.option] if args.option else None

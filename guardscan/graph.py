@@ -27,7 +27,8 @@ from typing import Any
 
 import networkx as nx
 
-from guardscan.results import BackendVerdict, Evidence, OptionInfo
+from guardscan.link.model import evidence_role
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role
 
 __all__ = [
     "GRAPH_FORMATS",
@@ -183,10 +184,11 @@ def add_findings(graph: nx.DiGraph[str], findings: Iterable[Any], flags: Mapping
     for finding in findings:
         if finding.line <= 0:
             continue
-        node = add_line(graph, finding.rel, finding.line, finding.kind,
+        kind = str(finding.kind)  # a FindingKind, or its value
+        node = add_line(graph, finding.rel, finding.line, kind,
                         finding.text or line_text(finding.rel, finding.line))
         data = graph.nodes[node]
-        data["findings"] = sorted({*data.get("findings", []), finding.kind})
+        data["findings"] = sorted({*data.get("findings", []), kind})
         describe = getattr(finding.condition, "describe", None)
         if describe is not None:
             data["conditions"] = sorted({*data.get("conditions", []), str(describe())})
@@ -194,7 +196,7 @@ def add_findings(graph: nx.DiGraph[str], findings: Iterable[Any], flags: Mapping
         if flag is not None:
             owner = (choice_id(flag, finding.choice) if finding.choice
                      and choice_id(flag, finding.choice) in graph else option_id(flag))
-            _add_edge(graph, owner, node, role=finding.kind)
+            _add_edge(graph, owner, node, role=kind)
         _add_hops(graph, node, finding.hops, line_text)
 
 
@@ -204,7 +206,8 @@ def add_kernel_calls(graph: nx.DiGraph[str], calls: Iterable[Any], flags: Mappin
     for call in calls:
         if call.line <= 0:
             continue
-        node = add_line(graph, call.rel, call.line, "kernel", line_text(call.rel, call.line))
+        node = add_line(graph, call.rel, call.line, Role.KERNEL.value,
+                        line_text(call.rel, call.line))
         target = kernel_id(call.target)
         _add_node(graph, target, kind="kernel", name=call.target)
         _add_edge(graph, node, target, role="kernel-call")
@@ -218,15 +221,12 @@ def _add_hops(graph: nx.DiGraph[str], node: str, hops: Iterable[Any], line_text:
     for order, hop in enumerate(hops, start=1):
         if hop.line <= 0:
             continue
-        hop_node = add_line(graph, hop.rel, hop.line, _hop_role(hop.role),
+        # the line node takes the role the line plays in evidence chains; the
+        # edge keeps what the hop did
+        hop_node = add_line(graph, hop.rel, hop.line, evidence_role(hop.role),
                             line_text(hop.rel, hop.line))
         if hop_node != node and not graph.has_edge(node, hop_node):
-            graph.add_edge(node, hop_node, role=hop.role, note=hop.note, order=order)
-
-
-def _hop_role(role: str) -> str:
-    # the evidence roles of results.Role, as verdict.py maps hop roles
-    return {"definition": "guard", "call": "link", "quant": "link"}.get(role, role)
+            graph.add_edge(node, hop_node, role=str(hop.role), note=hop.note, order=order)
 
 
 def add_kernel_graph(graph: nx.DiGraph[str], kernels: nx.DiGraph[str]) -> None:
@@ -252,7 +252,7 @@ def add_kernel_facts(graph: nx.DiGraph[str], facts: Mapping[str, Iterable[Any]])
         for fact in facts[function]:
             if fact.line <= 0:
                 continue
-            line = add_line(graph, fact.rel, fact.line, "kernel", fact.text)
+            line = add_line(graph, fact.rel, fact.line, Role.KERNEL.value, fact.text)
             data = graph.nodes[line]
             data["facts"] = sorted({*data.get("facts", []), str(fact.kind)})
             _add_edge(graph, node, line, role="fact", fact=str(fact.kind),

@@ -247,7 +247,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     if opts.kernels:
         if kernel_tree is not None:
             _say(opts, f"reading kernel facts of {kernel_tree.package} {kernel_tree.version}")
-            from guardscan.kernel_judge import kernel_judge_for
+            from guardscan.kernels.judge import kernel_judge_for
             from guardscan.resultcache import KernelAnswers
 
             kernel_index = Index(kernel_tree, cache_dir if opts.use_cache else None)

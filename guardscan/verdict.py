@@ -59,7 +59,16 @@ from guardscan.arch import Arch, standard_archs
 from guardscan.incremental import Changes
 from guardscan.index import Index
 from guardscan.index.observe import Read
-from guardscan.link import Finding, Hop, KernelCall, Links
+from guardscan.link import (
+    GATE_KINDS,
+    Finding,
+    FindingKind,
+    Hop,
+    HopRole,
+    KernelCall,
+    Links,
+    evidence_role,
+)
 from guardscan.predicate import (
     And,
     Context,
@@ -72,7 +81,7 @@ from guardscan.predicate import (
     atoms,
     mentions_capability,
 )
-from guardscan.results import BackendVerdict, Evidence, OptionInfo, Verdict
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 
 __all__ = ["Judged", "KernelJudge", "dirty_choices", "judge", "possible", "quantization_notes"]
 
@@ -118,21 +127,16 @@ def _hops_evidence(index: Index, hops: Iterable[Hop]) -> list[Evidence]:
     for hop in hops:
         if hop.line <= 0:
             continue
-        out.append(Evidence(hop.rel, hop.line, _role(hop.role), index.line_text(hop.rel, hop.line),
-                            hop.note))
+        out.append(Evidence(hop.rel, hop.line, evidence_role(hop.role),
+                            index.line_text(hop.rel, hop.line), hop.note))
     return out
 
 
-def _role(role: str) -> str:
-    return {"definition": "guard", "call": "link", "import": "link", "quant": "link"}.get(
-        role, role)
-
-
-def _finding_evidence(index: Index, finding: Finding, role: str, note: str,
+def _finding_evidence(index: Index, finding: Finding, role: Role, note: str,
                       guards: bool = True) -> list[Evidence]:
-    hops = finding.hops if guards else [h for h in finding.hops if h.role != "definition"]
+    hops = finding.hops if guards else [h for h in finding.hops if h.role != HopRole.DEFINITION]
     chain = _hops_evidence(index, hops)
-    chain.append(Evidence(finding.rel, finding.line, role,
+    chain.append(Evidence(finding.rel, finding.line, role.value,
                           index.line_text(finding.rel, finding.line), note))
     seen = set()
     out = []
@@ -184,20 +188,20 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
     by_dest = {o.dest: o for o in options}
     for finding in changed.findings:
         if finding.option is None:  # a method-wide quantization gate
-            if finding.kind == "quant-gate" and quantization is not None:
-                for opt in options:
-                    dirty.setdefault(opt.dest, set()).update(
-                        c for c in opt.choices if _about_choice(finding.condition, Context(
-                            options={opt.dest: c}, quantization=quantization)))
+            if finding.kind == FindingKind.QUANT_GATE and quantization is not None:
+                for each in options:
+                    dirty.setdefault(each.dest, set()).update(
+                        c for c in each.choices if _about_choice(finding.condition, Context(
+                            options={each.dest: c}, quantization=quantization)))
             continue
         opt = by_dest.get(finding.option)
         if opt is None:
             continue
-        if finding.kind in ("gate", "quant-gate"):
+        if finding.kind in GATE_KINDS:
             dirty.setdefault(opt.dest, set()).update(
                 c for c in opt.choices if _about_choice(finding.condition, Context(
                     options={opt.dest: c}, quantization=quantization)))
-        elif finding.kind == "import" or finding.choice is None:
+        elif finding.kind == FindingKind.IMPORT or finding.choice is None:
             dirty.setdefault(opt.dest, set()).update(opt.choices)
         else:
             dirty.setdefault(opt.dest, set()).add(finding.choice)
@@ -220,7 +224,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     ``record`` receives this scan's judged choices."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
-    global_quant = [f for f in links.findings if f.kind == "quant-gate" and f.option is None]
+    global_quant = [f for f in links.findings
+                    if f.kind == FindingKind.QUANT_GATE and f.option is None]
     calls = [c for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
     shared = _Shared(option.dest)
@@ -256,7 +261,7 @@ def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str |
     option, so choices those tests cannot tell apart are decided together."""
     about: dict[int, frozenset[str]] = {}
     for finding in findings:
-        if finding.kind not in ("gate", "quant-gate"):
+        if finding.kind not in GATE_KINDS:
             continue
         tests = sorted({a.choices for a in atoms(finding.condition)
                         if isinstance(a, OptionIs) and a.option == option.dest}, key=sorted)
@@ -371,8 +376,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     every = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
-    origin = Evidence(option.path, option.line, "link", index.line_text(option.path, option.line),
-                      f"{option.flag} choices")
+    origin = Evidence(option.path, option.line, Role.LINK.value,
+                      index.line_text(option.path, option.line), f"{option.flag} choices")
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
@@ -387,11 +392,11 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         docs: list[Evidence] = []
         conditions: list[str] = []
         for finding in findings:
-            if finding.kind in ("gate", "quant-gate"):
+            if finding.kind in GATE_KINDS:
                 if about[id(finding)]:
                     _judge_gate(index, finding, ctx, arch, all_archs, every, blocking,
                                 positive, caveats, conditions, values)
-            elif finding.kind == "default" and finding.choice == choice:
+            elif finding.kind == FindingKind.DEFAULT and finding.choice == choice:
                 dctx = Context(arch=arch, quantization=quantization)
                 if possible(finding.condition, dctx) and mentions_capability(
                         finding.condition) and any(
@@ -399,26 +404,26 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                                                                 quantization=quantization))
                         for o in all_archs):
                     positive.extend(_finding_evidence(
-                        index, finding, "default",
+                        index, finding, Role.DEFAULT,
                         f"{option.flag} auto resolves to {choice} when "
                         f"{finding.condition.describe()}"))
-            elif finding.kind == "import":
+            elif finding.kind == FindingKind.IMPORT:
                 if finding.condition.evaluate(ctx) is Tri.TRUE:
                     blocking.extend(_finding_evidence(
-                        index, finding, "import",
+                        index, finding, Role.IMPORT,
                         f"name missing on {arch.name}: {finding.condition.describe()}"))
-            elif finding.kind == "doc" and finding.choice == choice:
+            elif finding.kind == FindingKind.DOC and finding.choice == choice:
                 claims = finding.condition.evaluate(Context(arch=arch))
                 if claims is Tri.TRUE:
-                    docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                    docs.append(Evidence(finding.rel, finding.line, Role.DOC.value, finding.text,
                                          f"help text names {arch.name} (weak evidence)"))
                 elif finding.text.startswith("only: "):
-                    docs.append(Evidence(finding.rel, finding.line, "doc", finding.text,
+                    docs.append(Evidence(finding.rel, finding.line, Role.DOC.value, finding.text,
                                          f"help text excludes {arch.name} (weak evidence)"))
-            elif finding.kind == "select" and finding.choice == choice:
+            elif finding.kind == FindingKind.SELECT and finding.choice == choice:
                 value = finding.condition.evaluate(Context(arch=arch))
                 caveats.extend(_finding_evidence(
-                    index, finding, "select",
+                    index, finding, Role.SELECT,
                     f"picks an implementation ({value.value} on {arch.name}); "
                     "not a support claim"))
         if quantization is not None:
@@ -513,7 +518,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
     value = values(cond, arch)
     if value is Tri.TRUE:
         blocking.extend(_finding_evidence(
-            index, finding, "gate", f"raises on {arch.name}: {cond.describe()}"))
+            index, finding, Role.GATE, f"raises on {arch.name}: {cond.describe()}"))
         return
     if value is Tri.UNKNOWN:
         could, methods, undecided = values.undecided_gate(cond, arch, every, all_archs)
@@ -523,7 +528,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         if undecided is None:
             return  # another choice's gate, or undecided on every arch alike
         caveats.extend(_finding_evidence(
-            index, finding, "gate",
+            index, finding, Role.GATE,
             f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
             guards=False))
         return
@@ -531,7 +536,7 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
     if value is Tri.FALSE and values.mentions(cond) and any(
             values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
         positive.extend(_finding_evidence(
-            index, finding, "gate", f"admits {arch.name}: raises only when "
+            index, finding, Role.GATE, f"admits {arch.name}: raises only when "
             f"{cond.describe()}"))
 
 
@@ -559,7 +564,7 @@ def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[st
     notes = []
     per_method: dict[str, tuple[list[str], str]] = {}
     for finding in links.findings:
-        if finding.kind != "quant-gate" or finding.option is not None:
+        if finding.kind != FindingKind.QUANT_GATE or finding.option is not None:
             continue
         methods = sorted({m for a in atoms(finding.condition) if isinstance(a, QuantIs)
                           for m in a.methods})

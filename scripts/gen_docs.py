@@ -168,7 +168,8 @@ def guard_forms_page() -> str:
 
     lines += _guard_form_sections()
 
-    lines += [f"## Links and finding kinds (`{_source_path(link)}`)", "",
+    link_path = _source_path(link).removesuffix("__init__.py")  # the package: guardscan/link/
+    lines += [f"## Links and finding kinds (`{link_path}`)", "",
               docstring_markdown(link.__doc__).rstrip(), ""]
 
     kernels = _kernel_recognisers()

@@ -16,8 +16,9 @@ import guardscan.scan as scan_stage
 from guardscan.acquire import SourceTree
 from guardscan.arch import parse_arch
 from guardscan.index import Index
-from guardscan.kernel_judge import LibraryJudge
-from guardscan.link import KernelCall, _Linker
+from guardscan.kernels.judge import LibraryJudge
+from guardscan.link import KernelCall
+from guardscan.link.gates import Gates
 from guardscan.predicate import TRUE, Tri
 from guardscan.results import Diagnostic, ScanResult
 from guardscan.vocabulary import Vocabulary
@@ -72,14 +73,14 @@ def test_a_guard_that_raises_is_unknown_and_reported_at_its_line(
 
 def test_a_link_unit_that_raises_loses_only_its_own_findings(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    original = _Linker.scan_file
+    original = Gates.scan_file
 
     def faulty(self, rel):  # type: ignore[no-untyped-def]
         if rel == RUNNER:
             raise Injected("injected")
         return original(self, rel)
 
-    monkeypatch.setattr(_Linker, "scan_file", faulty)
+    monkeypatch.setattr(Gates, "scan_file", faulty)
     result = run_scan(fixture("roles_gate"), option=MOE)
     error = only_internal_error(result)
     assert error.path == RUNNER and "link unit `file`" in error.message

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from guardscan.cli import main
-from guardscan.explain import explain
+from guardscan.report.explain import explain
 from guardscan.results import BackendVerdict
 
 

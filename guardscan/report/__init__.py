@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from guardscan.results import ScanResult
 
-__all__ = ["RENDERERS", "render", "formats"]
+__all__ = ["RENDERERS", "formats", "render"]
 
 Renderer = Callable[[ScanResult, IO[str], dict[str, Any]], None]
 

@@ -19,7 +19,7 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from guardscan.report import register
-from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
+from guardscan.results import BackendVerdict, Diagnostic, Evidence, Role, ScanResult, Verdict
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
@@ -42,9 +42,9 @@ _VERDICT_RULES: dict[Verdict, tuple[str, str, str]] = {
          "that it does not run on the architecture.")),
 }
 #: Roles that can decide each verdict; the chain's last such line is the location.
-_DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
-    Verdict.BLOCKED: ("gate", "import"),
-    Verdict.UNSUPPORTED: ("kernel",),
+_DECIDING_ROLES: dict[Verdict, tuple[Role, ...]] = {
+    Verdict.BLOCKED: (Role.GATE, Role.IMPORT),
+    Verdict.UNSUPPORTED: (Role.KERNEL,),
 }
 _FILE_PREFIX = "file-"
 

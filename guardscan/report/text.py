@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import IO, Any
 
 from guardscan.report import register
-from guardscan.results import BackendVerdict, ScanResult
+from guardscan.results import BackendVerdict, Role, ScanResult
 
 _CELL = {"blocked": "blocked", "unsupported": "unsupported", "supported": "supported",
          "unknown": "unknown"}
@@ -26,11 +26,11 @@ def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
         stream.write(f"quantization: {result.quantization}\n")
     rows: dict[tuple[str, str], dict[str, BackendVerdict]] = defaultdict(dict)
     order: list[tuple[str, str]] = []
-    for verdict in result.backends:
-        key = (verdict.option, verdict.choice)
+    for backend in result.backends:
+        key = (backend.option, backend.choice)
         if key not in rows:
             order.append(key)
-        rows[key][verdict.arch] = verdict
+        rows[key][backend.arch] = backend
     archs = result.archs
     width = max([len(_CELL["unsupported"]) + 1, *(len(a) for a in archs)]) + 1
     current_option = None
@@ -49,7 +49,7 @@ def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
                 cells.append("-".ljust(width))
                 continue
             word = _CELL[verdict.verdict.value]
-            if verdict.conditions or any(e.role in ("gate",) and "could raise" in e.note
+            if verdict.conditions or any(e.role == Role.GATE and "could raise" in e.note
                                          for e in verdict.evidence):
                 word += "*"
             cells.append(word.ljust(width))

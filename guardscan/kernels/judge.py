@@ -1,4 +1,4 @@
-"""The bridge between SGLang's linked calls and the kernel library's facts.
+"""kernels (judge): the bridge between SGLang's linked calls and the kernel library's facts.
 
 A call that leaves SGLang for the kernel library (``from flashinfer import
 fp4_quantize``; ``flashinfer.fused_moe.trtllm_fp4_block_scale_moe(...)``) is

@@ -1,4 +1,4 @@
-"""explain: one choice's evidence chain per architecture, one hop per line."""
+"""report (explain): one choice's evidence chain per architecture, one hop per line."""
 
 from __future__ import annotations
 

@@ -1,0 +1,54 @@
+"""link: which code runs when a backend choice is set, and the guards found there.
+
+Findings are collected once for the whole tree, then judged per (choice, arch)
+by ``verdict``. A finding is a guard with the condition under which it acts,
+already translated to a Predicate by the vocabulary, so the condition says both
+*which choice* it is about (``OptionIs`` atoms) and *which devices* (``Device``
+atoms). The kinds, one recogniser each:
+
+- ``gate``: a ``raise`` or failing ``assert`` whose path mentions the option and
+  the device (``if backend == "x" and not is_sm100_supported(): raise``), found
+  directly, inside a function registered for the choice
+  (``@register_attention_backend("fa3")``), or one or two calls away from code
+  that runs only for the choice.
+- ``default``: the option is assigned a choice under a device condition
+  (``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``):
+  ``auto`` resolves to that choice there.
+- ``select``: a device test in the choice's code that picks between two
+  implementations and raises in neither branch. It makes no support claim
+  (``if is_sm120_supported(): from flashinfer import fp4_quantize``).
+- ``quant-gate``: a gate in a quantization method's own code, or the loader's
+  ``capability < quant_config.get_min_capability()`` check read through each
+  method's config class.
+- ``import``: a module-level name bound only under a device guard (no binding
+  in the other branch) and used by the choice's own module: where the guard is
+  false the name does not exist and the choice fails with NameError.
+- ``doc``: the option's help text says which architectures a choice is for
+  (``'flashinfer_deepgemm' (Hopper SM90 only; ...)``). Weak evidence: shown in
+  the chain, never deciding a verdict, and checked against the code
+  (``doc-drift`` diagnostics).
+- ``kernel-call``: a call into the kernel library from the choice's code, for
+  the kernels stage to judge.
+
+Where each part lives: ``model`` (findings, hops, kernel calls; the
+``FindingKind`` and ``HopRole`` enums), ``conditions`` (paths and guards),
+``gates`` (gates, defaults, calls followed), ``regions`` (registered
+functions), ``named`` (modules named for a choice), ``quantization`` (method
+tables and thresholds), ``help_claims`` (help text), ``units`` (incremental
+replay), ``collect`` (the driver).
+"""
+
+from guardscan.link.collect import collect_links, option_model
+from guardscan.link.model import (
+    GATE_KINDS,
+    Finding,
+    FindingKind,
+    Hop,
+    HopRole,
+    KernelCall,
+    Links,
+    evidence_role,
+)
+
+__all__ = ["GATE_KINDS", "Finding", "FindingKind", "Hop", "HopRole", "KernelCall", "Links",
+           "collect_links", "evidence_role", "option_model"]

@@ -1,0 +1,103 @@
+"""link (driver): every finding for every option, unit by unit, in the order a scan from scratch runs them.
+
+Also ``option_model``: what the vocabulary needs from the catalog to read
+tests of an option as ``OptionIs`` atoms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import partial
+from typing import Protocol
+
+from guardscan.incremental import Changes, LinkRecord
+from guardscan.index import Index
+from guardscan.link.context import LinkContext
+from guardscan.link.help_claims import help_claims
+from guardscan.link.model import Links
+from guardscan.link.named import NamedModules
+from guardscan.link.regions import RegisteredRegions
+from guardscan.results import OptionInfo
+from guardscan.vocabulary import OptionModel, Vocabulary
+
+__all__ = ["EnumModel", "collect_links", "option_model"]
+
+
+class EnumModel(Protocol):
+    """What linking reads of an enum that models an option's choices
+    (``options.EnumInfo``)."""
+
+    @property
+    def qualname(self) -> str: ...
+    @property
+    def members(self) -> Sequence[tuple[str, str]]: ...
+    @property
+    def predicates(self) -> Sequence[tuple[str, frozenset[str]]]: ...
+    @property
+    def option_dests(self) -> Sequence[str]: ...
+
+
+def option_model(options: Iterable[OptionInfo], enums: Iterable[EnumModel],
+                 quantization: OptionInfo | None) -> OptionModel:
+    """What the vocabulary needs to recognise option tests, from the catalog."""
+    model = OptionModel()
+    for opt in options:
+        model.dests[opt.dest] = opt.choices
+    if quantization is not None:
+        model.dests[quantization.dest] = quantization.choices
+        model.quantization = quantization.dest
+    for enum in enums:
+        qualname = str(enum.qualname)
+        short = qualname.rsplit(".", 1)[-1]
+        dests = tuple(enum.option_dests)
+        primary = min(dests, key=len) if dests else None
+        for method, values in enum.predicates:
+            model.enum_predicates.setdefault(method, []).append(
+                (short, primary, frozenset(values)))
+        if primary is None:
+            continue
+        model.enum_dests[short] = primary
+        model.enum_dests[qualname] = primary
+        for member, value in enum.members:
+            model.enum_members[f"{short}.{member}"] = value
+    return model
+
+
+def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
+                  quantization: OptionInfo | None, enum_names: Iterable[str] = (),
+                  enum_methods: Iterable[str] = (),
+                  kernel_packages: Iterable[str] = ("flashinfer",),
+                  prior: tuple[LinkRecord, Changes] | None = None) -> Links:
+    """Every finding for every option, from the files that can hold one.
+    With ``prior`` (an earlier scan's linking and what changed since), units
+    nothing changed for are replayed; ``Links.record`` is this scan's."""
+    ctx = LinkContext(index, vocab, options, quantization, kernel_packages)
+    units = ctx.units
+    if prior is not None and prior[0].context == units.context():
+        units.start_from(prior)
+    vocab.reads_table = units.reads
+    tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
+    candidates = index.grep(tokens) if tokens else []
+    registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
+    if units.prior is None:
+        index.prefetch(candidates)  # cold: parse on every core
+    elif index.after_prefetch is not None:
+        index.after_prefetch()
+    units.unit(("quantization",), ctx.quant.scan, (ctx.quant.state, ctx.quant.restore_state))
+    # the last whole-tree pre-filter is done: the tree's text need not stay in
+    # memory beside the facts (68 MB for sglang 0.5.23)
+    index.release_text()
+    quant_files = sorted({rel for rel, _ in ctx.quant.context} - set(candidates))
+    for rel in [*candidates, *quant_files]:
+        units.unit(("file", rel), partial(ctx.gates.scan_file, rel))
+    for rel in candidates:
+        units.unit(("follow", rel), partial(ctx.gates.follow_region_calls, rel))
+    registered = RegisteredRegions(ctx)
+    for rel in registering:
+        units.unit(("registered", rel), partial(registered.scan, rel))
+    named = NamedModules(ctx)
+    for dest, choice, rel in named.modules():
+        units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))
+    ctx.links.findings.extend(help_claims(options))
+    units.finish()
+    return ctx.links

@@ -1,0 +1,203 @@
+"""link (gates): raises on a device guard in a file, ``auto`` defaults, and calls followed out of a choice's code.
+
+A file's ``raise`` / failing ``assert`` whose condition tests the option and
+the device is a ``gate`` for each option it tests (``quant-gate`` when it
+tests a quantization method instead); an assignment of a choice to the option
+under a device test is a ``default``. From code that runs only for a choice
+(an option test, a registered function), calls are followed up to
+``FOLLOW_DEPTH`` calls away: gates in the callees count for the choice, and
+calls that leave the tree for the kernel library become ``KernelCall``\\ s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guardscan.index.facts import CallFact
+from guardscan.index.observe import FactsView
+from guardscan.link.conditions import option_atoms
+from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
+from guardscan.predicate import (
+    Const,
+    Predicate,
+    QuantIs,
+    atoms,
+    conj,
+    mentions_device,
+)
+from guardscan.syntax import parse_expr
+from guardscan.vocabulary import ClassV, ConstV, EnumMemberV, ExtV, FuncV, Vocabulary
+
+if TYPE_CHECKING:
+    from guardscan.link.context import LinkContext
+
+__all__ = ["FOLLOW_DEPTH", "Gates", "literal_backend"]
+
+#: How many calls away from a choice's own code a gate still counts.
+FOLLOW_DEPTH = 2
+
+
+class Gates:
+    def __init__(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+
+    def scan_file(self, rel: str) -> None:
+        """Gates and defaults anywhere in one file."""
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
+            if not mentions_device(cond):
+                continue
+            cond = conj(ctx.quant.condition(rel, scope), cond)
+            dests = sorted({a.option for a in option_atoms(cond)})
+            hops = tuple(ctx.conditions.guard_hops(facts, path, scope, line))
+            if dests:
+                for dest in dests:
+                    ctx.links.findings.append(Finding(
+                        FindingKind.GATE, rel, line, cond, hops, option=dest, text=text))
+            elif any(isinstance(a, QuantIs) for a in atoms(cond)):
+                ctx.links.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
+                                                  text=text))
+        self.scan_defaults(facts)
+
+    def scan_defaults(self, facts: FactsView) -> None:
+        dests = self.ctx.dests
+        for assign in facts.assigns:
+            for target in assign.targets:
+                dest = target.rsplit(".", 1)[-1]
+                if dest not in dests:
+                    continue
+                self._default(facts, assign.scope, assign.line, assign.path, dest, assign.value)
+        for call in facts.calls:
+            for name, value in call.kwargs:
+                if name in dests:
+                    self._default(facts, call.scope, call.line, call.path, name, value)
+
+    def _default(self, facts: FactsView, scope: str, line: int, path: tuple[int, ...],
+                 dest: str, value_text: str) -> None:
+        ctx = self.ctx
+        node = parse_expr(value_text)
+        if node is None:
+            return
+        value = ctx.vocab.value(value_text, facts.rel, scope, line)
+        if isinstance(value, ConstV) and isinstance(value.value, str):
+            choices = {value.value}
+        elif isinstance(value, EnumMemberV):
+            choices = set(value.values)
+        else:
+            return
+        cond = ctx.conditions.path(facts, path, scope)
+        if not mentions_device(cond):
+            return
+        for choice in sorted(choices):
+            ctx.links.findings.append(Finding(
+                FindingKind.DEFAULT, facts.rel, line, cond,
+                tuple(ctx.conditions.guard_hops(facts, path, scope)),
+                choice=choice, option=dest, text=facts.rel))
+
+    def follow_region_calls(self, rel: str) -> None:
+        """Calls whose path holds an option test: follow them into their callees."""
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        for call in facts.calls:
+            if not call.path:
+                continue
+            cond = ctx.conditions.path(facts, call.path, call.scope)
+            done: set[str] = set()
+            for signed in call.path:
+                if signed < 0:
+                    continue  # a branch not taken names other choices
+                for atom in option_atoms(ctx.conditions.cond(facts, signed, call.scope)):
+                    if atom.option not in ctx.dests or atom.option in done:
+                        continue
+                    done.add(atom.option)
+                    link = Hop(rel, facts.cond(signed).line, HopRole.LINK, atom.describe())
+                    self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
+
+    def follow_calls(self, facts: FactsView, scope: str, dest: str, region: Predicate,
+                     hops: tuple[Hop, ...], depth: int, include_nested: bool,
+                     owned: bool = False) -> None:
+        """Calls made in ``scope`` (and its nested scopes when
+        ``include_nested``), each followed for ``dest`` under ``region``."""
+        conditions = self.ctx.conditions
+        calls = facts.in_tree("calls", scope) if include_nested \
+            else conditions.by_scope(facts, "calls", scope)
+        for call in calls:
+            cond = conj(region, conditions.path(facts, call.path, call.scope))
+            self._follow_one(facts, call, dest, cond, hops, depth, owned)
+        # function-local imports of modules: their module-level gates apply
+        for imp in conditions.by_scope(facts, "imports", scope):
+            module = f"{imp.module}.{imp.name}" if imp.name else imp.module
+            if module in self.ctx.index.by_module:
+                self._module_gates(module, dest,
+                                   conj(region, conditions.path(facts, imp.path, scope)),
+                                   (*hops, Hop(facts.rel, imp.line, HopRole.IMPORT, module)))
+
+    def _module_gates(self, module: str, dest: str, region: Predicate,
+                      hops: tuple[Hop, ...]) -> None:
+        ctx = self.ctx
+        if ctx.units.already_followed((module, dest, repr(region))):
+            return
+        rel = ctx.index.by_module[module]
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts, ""):
+            if mentions_device(cond):
+                ctx.links.findings.append(Finding(
+                    FindingKind.GATE, rel, line, conj(region, cond),
+                    (*hops, *ctx.conditions.guard_hops(facts, path, scope, line)), option=dest,
+                    text=text))
+
+    def _follow_one(self, facts: FactsView, call: CallFact, dest: str, cond: Predicate,
+                    hops: tuple[Hop, ...], depth: int, owned: bool = False) -> None:
+        ctx = self.ctx
+        if depth <= 0 or cond == Const(False):
+            return
+        if parse_expr(call.func) is None:
+            return
+        callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
+        hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
+        if isinstance(callee, ExtV):
+            ctx.links.kernel_calls.append(KernelCall(
+                dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
+                literal_backend(ctx.vocab, facts, call), owned=owned))
+            return
+        target: tuple[str, str] | None = None
+        if isinstance(callee, FuncV):
+            target = (callee.rel, callee.qualname)
+        elif isinstance(callee, ClassV):
+            cfacts = ctx.index.view(callee.rel)
+            if cfacts is not None and cfacts.function(f"{callee.qualname}.__init__"):
+                target = (callee.rel, f"{callee.qualname}.__init__")
+        if target is None:
+            return
+        if ctx.units.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
+            return
+        tfacts = ctx.index.view(target[0])
+        if tfacts is None:
+            return
+        for scope, line, text, gate, path in ctx.conditions.failure_conditions(tfacts, target[1]):
+            if not mentions_device(gate):
+                continue
+            ctx.links.findings.append(Finding(
+                FindingKind.GATE, target[0], line, conj(cond, gate),
+                (*hops, hop, *ctx.conditions.guard_hops(tfacts, path, scope, line)), option=dest,
+                text=text))
+        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, owned)
+
+
+def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:
+    """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
+    for name, text in call.kwargs:
+        if name == "backend":
+            if parse_expr(text) is None:
+                return None
+            value = vocab.value(text, facts.rel, call.scope, call.line)
+            return value.value if isinstance(value, ConstV) and isinstance(
+                value.value, str) else None
+    return None

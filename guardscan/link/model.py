@@ -1,0 +1,138 @@
+"""link (model): what linking hands on, and the names of finding kinds and hop roles.
+
+A ``Finding`` is a guard with the condition under which it acts, a ``Hop`` one
+line on the way from the choice to it, a ``KernelCall`` a call into the kernel
+library for the kernels stage to judge; ``Links`` holds them all. Finding kinds
+and hop roles are defined here once (``FindingKind``, ``HopRole``) and used by
+verdicts, the graph and the reports; ``HopRole.evidence_role`` is the one map
+from a hop's role to the role its line plays in an evidence chain.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from guardscan.incremental import LinkRecord
+from guardscan.predicate import Predicate, fast_reduce
+from guardscan.results import Diagnostic, Role
+
+__all__ = ["GATE_KINDS", "Finding", "FindingKind", "Hop", "HopRole", "KernelCall", "Links",
+           "evidence_role"]
+
+
+class FindingKind(str, enum.Enum):
+    """What a finding says about a choice (the kinds are described in
+    ``guardscan.link``'s docstring). Prints and compares as its value."""
+
+    GATE = "gate"
+    DEFAULT = "default"
+    SELECT = "select"
+    QUANT_GATE = "quant-gate"
+    IMPORT = "import"
+    DOC = "doc"
+
+    # equal to its value as a str, so hashed and printed as one: a plain
+    # "gate" (a test's, or an older cache's) finds the same dict entries
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+#: the kinds that say a choice raises where their condition holds
+GATE_KINDS = (FindingKind.GATE, FindingKind.QUANT_GATE)
+
+
+class HopRole(str, enum.Enum):
+    """What a line on the way to a finding does there."""
+
+    LINK = "link"  # ties the code to the choice (an option test, a registry, a module name)
+    CALL = "call"  # a call followed out of the choice's code
+    GUARD = "guard"  # a device test on the path
+    DEFINITION = "definition"  # a line that gives a guard its meaning
+    IMPORT = "import"  # a module imported, or a name bound, on the way
+    QUANT = "quant"  # a quantization method's config class and what it returns
+
+    __hash__ = str.__hash__
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @property
+    def evidence_role(self) -> Role:
+        """The role this hop's line plays in an evidence chain (``results.Role``):
+        a guard's definition is part of the guard, and what only leads to the
+        deciding line (a call, an import, a method's config class) is a link."""
+        return _EVIDENCE_ROLE[self]
+
+
+_EVIDENCE_ROLE = {
+    HopRole.LINK: Role.LINK,
+    HopRole.CALL: Role.LINK,
+    HopRole.GUARD: Role.GUARD,
+    HopRole.DEFINITION: Role.GUARD,
+    HopRole.IMPORT: Role.LINK,
+    HopRole.QUANT: Role.LINK,
+}
+
+
+def evidence_role(role: HopRole | str) -> str:
+    """``HopRole.evidence_role`` as plain text, for a role given as its value too."""
+    return HopRole(role).evidence_role.value
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """A line on the way from the choice to the finding."""
+
+    rel: str
+    line: int
+    role: HopRole
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: FindingKind
+    rel: str
+    line: int
+    condition: Predicate
+    hops: tuple[Hop, ...] = ()
+    choice: str | None = None  # for defaults: the choice assigned
+    option: str | None = None  # the dest this finding is about (None: any)
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCall:
+    option: str
+    condition: Predicate
+    target: str  # qualified name outside the tree, e.g. flashinfer.fused_moe.trtllm_fp4_block_scale_moe
+    rel: str
+    line: int
+    hops: tuple[Hop, ...] = ()
+    backend: str | None = None  # a literal ``backend="cudnn"`` argument, if any
+    choice: str | None = None  # set when found in the choice's own module
+    #: found in code that exists for the choice (its module, a function registered
+    #: for it, or what those call), not merely under a test of the option
+    owned: bool = False
+
+
+@dataclass
+class Links:
+    findings: list[Finding] = field(default_factory=list)
+    kernel_calls: list[KernelCall] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    quant_methods: dict[str, tuple[str, str]] = field(default_factory=dict)  # method -> (rel, class)
+    #: how linking went, for the next scan (see ``guardscan.incremental``)
+    record: LinkRecord | None = None
+    #: units (replayed, run)
+    units: tuple[int, int] = (0, 0)
+    #: after incremental linking: what differs from the earlier scan's
+    #: linking (None: not known, everything may differ)
+    changed: Links | None = None
+
+
+for _cls in (Hop, Finding, KernelCall):
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]

@@ -1,0 +1,159 @@
+"""link (named modules): modules named for a choice, and what they select, bind under a guard and call.
+
+``layers/moe/moe_runner/flashinfer_trtllm.py`` runs only for
+``--moe-runner-backend flashinfer_trtllm`` when its directories name the
+option. In such a module: device tests that pick between two implementations
+are ``select`` findings; names bound only under a device guard and used
+outside it are ``import`` findings; calls into the kernel library are the
+choice's own ``KernelCall``\\ s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guardscan.link.gates import literal_backend
+from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
+from guardscan.link.regions import dest_tokens
+from guardscan.predicate import (
+    Device,
+    OptionIs,
+    atoms,
+    conj,
+    mentions_capability,
+    mentions_device,
+    neg,
+)
+from guardscan.syntax import parse_expr
+from guardscan.vocabulary import ExtV
+
+if TYPE_CHECKING:
+    from guardscan.link.context import LinkContext
+
+__all__ = ["NamedModules"]
+
+
+class NamedModules:
+    def __init__(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+
+    def modules(self) -> list[tuple[str, str, str]]:
+        """(dest, choice, rel) for modules named for a choice inside the option's package."""
+        files = self.ctx.index.tree.files
+        by_stem: dict[str, list[tuple[str, list[str]]]] = {}
+        for rel in files:
+            parts = rel[:-3].split("/")
+            stem = parts[-1]
+            for name in {stem, stem.removesuffix("_backend"), stem.removesuffix("_moe")}:
+                by_stem.setdefault(name, []).append((rel, parts[:-1]))
+        order = {rel: i for i, rel in enumerate(files)}
+        found: list[tuple[str, str, str]] = []
+        for opt in self.ctx.options:
+            tokens = dest_tokens(opt.dest)
+            hits: list[tuple[str, int, str]] = []
+            for position, choice in enumerate(opt.choices):
+                for rel, dirs in by_stem.get(choice, ()):
+                    stem = rel[:-3].rsplit("/", 1)[-1]
+                    if stem in (choice, f"{choice}_backend", f"{choice}_moe") and any(
+                            t in part for part in dirs for t in tokens):
+                        hits.append((rel, position, choice))
+            # in the order of the files, then of the choices
+            found.extend((opt.dest, choice, rel) for rel, _, choice in sorted(
+                set(hits), key=lambda h: (order[h[0]], h[1])))
+        return found
+
+    def scan(self, dest: str, choice: str, rel: str) -> None:
+        self.scan_selects(dest, choice, rel)
+        self.scan_guarded_names(dest, choice, rel)
+        self.scan_module_kernel_calls(dest, choice, rel)
+
+    def scan_selects(self, dest: str, choice: str, rel: str) -> None:
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        raising_paths = {abs(s) for r in facts.raises for s in r.path}
+        used: set[int] = set()
+        for group in (facts.imports, facts.assigns, facts.calls, facts.functions,
+                      facts.returns):
+            for fact in group:
+                used.update(fact.path)
+        for index, cond in enumerate(facts.conds, start=1):
+            if cond.kind not in ("if", "elif") or index in raising_paths:
+                continue
+            if index not in used or -index not in used:
+                continue  # picks nothing: code on one side only
+            scope = facts.cond_scope[index - 1]
+            pred = ctx.conditions.cond(facts, index, scope)
+            if mentions_device(pred) and any(isinstance(a, Device) for a in atoms(pred)):
+                ctx.links.findings.append(Finding(
+                    FindingKind.SELECT, rel, cond.line, pred,
+                    (Hop(rel, 1, HopRole.LINK, f"module named for {choice}"),),
+                    option=dest, choice=choice, text=cond.text))
+
+    def scan_module_kernel_calls(self, dest: str, choice: str, rel: str) -> None:
+        """Calls into the kernel library from a module named for the choice."""
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        region = OptionIs(dest, frozenset({choice}))
+        link = Hop(rel, 1, HopRole.LINK, f"module named for {choice}")
+        for call in facts.calls:
+            if parse_expr(call.func) is None:
+                continue
+            callee = ctx.vocab.value(call.func, rel, call.scope, call.line)
+            if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
+                cond = conj(region, ctx.conditions.path(facts, call.path, call.scope))
+                ctx.links.kernel_calls.append(KernelCall(
+                    dest, cond, callee.path, rel, call.line,
+                    (link, Hop(rel, call.line, HopRole.CALL, call.func)),
+                    literal_backend(ctx.vocab, facts, call), choice, True))
+
+    def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
+        """Names bound only under a device guard, used in the choice's module."""
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        bindings: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for imp in facts.imports:
+            if not imp.scope:
+                bindings.setdefault(imp.local, []).append((imp.line, imp.path))
+        for func in facts.functions:
+            if not func.scope:
+                bindings.setdefault(func.name, []).append((func.line, func.path))
+        for assign in facts.assigns:
+            if not assign.scope:
+                for target in assign.targets:
+                    bindings.setdefault(target, []).append((assign.line, assign.path))
+        region = OptionIs(dest, frozenset({choice}))
+        for name, sites in bindings.items():
+            guarded = [(line, path) for line, path in sites if path]
+            if not guarded or len(guarded) != len(sites):
+                continue  # bound unconditionally somewhere
+            line, path = guarded[0]
+            if any(_exclusive(path, other) for _, other in guarded[1:]):
+                continue  # bound in both branches: a select, not an import gate
+            bound_when = ctx.conditions.path(facts, path, "")
+            if not mentions_capability(bound_when):
+                continue
+            guard_texts = {facts.cond(s).text for s in path}
+            for call in facts.calls:
+                if call.func != name and not call.func.startswith(name + "."):
+                    continue
+                if guard_texts & {facts.cond(s).text for s in call.path}:
+                    continue  # used under the same guard
+                hops = (Hop(rel, 1, HopRole.LINK, f"module named for {choice}"),
+                        *ctx.conditions.guard_hops(facts, path, ""),
+                        Hop(rel, line, HopRole.IMPORT, f"{name} bound only when "
+                            f"{bound_when.describe()}"))
+                ctx.links.findings.append(Finding(
+                    FindingKind.IMPORT, rel, call.line, conj(region, neg(bound_when)), hops,
+                    option=dest, text=f"{name} used"))
+                break
+
+
+def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Do two paths take opposite sides of some branch?"""
+    return any(-i in b for i in a)

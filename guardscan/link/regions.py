@@ -1,0 +1,110 @@
+"""link (registered regions): functions registered for a choice (``@register_x("choice")``) and the gates in and below them.
+
+A decorator whose name holds ``register`` and whose literal arguments are
+choices of an option makes the function code that runs only for that choice:
+gates inside it count for the choice, and its calls are followed
+(``Gates.follow_calls``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from guardscan.link.gates import FOLLOW_DEPTH
+from guardscan.link.model import Finding, FindingKind, Hop, HopRole
+from guardscan.predicate import OptionIs, Predicate, conj, mentions_device
+from guardscan.syntax import parse_expr
+
+if TYPE_CHECKING:
+    from guardscan.link.context import LinkContext
+
+__all__ = ["RegisteredRegions", "dest_tokens"]
+
+
+def dest_tokens(dest: str) -> set[str]:
+    """The words of an option's dest that name what it selects (``moe_runner_backend``
+    -> ``{"moe"}``)."""
+    return {t for t in dest.split("_") if t not in ("backend", "runner")} or {dest}
+
+
+class RegisteredRegions:
+    def __init__(self, ctx: LinkContext) -> None:
+        self.ctx = ctx
+
+    def scan(self, rel: str) -> None:
+        """Gates in, and below, every function ``rel`` registers for a choice."""
+        for dest, choice, scope, line, region, owned in self.regions(rel):
+            self.scan_region(rel, scope, dest, choice,
+                             Hop(rel, line, HopRole.LINK, f"registered for {choice}"), region,
+                             owned)
+
+    def regions(self, rel: str) -> list[tuple[str, str, str, int, Predicate, bool]]:
+        """(dest, choice, function qualname, line, region, owned) for functions
+        registered with ``@register_x("choice")``.
+
+        ``@register_fused_func("none", "flashinfer_trtllm")`` registers for a
+        pair: the region needs both values, and it is owned by the choice that is
+        not its option's default (the runner, not ``--moe-a2a-backend none``)."""
+        facts = self.ctx.index.view(rel)
+        if facts is None:
+            return []
+        found = []
+        path_tokens = set(re.split(r"[/_.]", rel))
+        for func in facts.functions:
+            for deco, deco_line in func.decorators:
+                node = parse_expr(deco)
+                if not (isinstance(node, ast.Call) and node.args):
+                    continue
+                name = ast.unparse(node.func).rsplit(".", 1)[-1].lower()
+                if "register" not in name:
+                    continue
+                pairs = []
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        pairs.extend(self._registered(arg.value, name, path_tokens,
+                                                      func.qualname, deco_line))
+                if not pairs:
+                    continue
+                region = conj(*(OptionIs(d, frozenset({c})) for d, c, _, _ in pairs))
+                defaults = {o.dest: (o.default or "").strip("\"'") for o in self.ctx.options}
+                owners = [p for p in pairs if defaults.get(p[0]) != p[1]] or pairs
+                for dest, choice, qualname, line in pairs:
+                    found.append((dest, choice, qualname, line, region,
+                                  (dest, choice, qualname, line) in owners))
+        return found
+
+    def _registered(self, choice: str, name: str, path_tokens: set[str], qualname: str,
+                    line: int) -> list[tuple[str, str, str, int]]:
+        """The option a registered literal belongs to; several candidates are
+        narrowed by the file path and the decorator's name, and an option's
+        prefill/decode/speculative twins give way to the shortest dest."""
+        candidates = [o for o in self.ctx.options if choice in o.choices]
+        if len(candidates) > 1:
+            candidates = [o for o in candidates if dest_tokens(o.dest) & (
+                path_tokens | set(name.split("_")))]
+            if candidates:
+                shortest = min(len(o.dest) for o in candidates)
+                candidates = [o for o in candidates if len(o.dest) == shortest]
+        if len(candidates) > 1:
+            return []  # ambiguous: say nothing rather than guess
+        return [(o.dest, choice, qualname, line) for o in candidates]
+
+    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop,
+                    region: Predicate | None = None, owned: bool = True) -> None:
+        """Gates inside a registered function, and what it calls."""
+        ctx = self.ctx
+        facts = ctx.index.view(rel)
+        if facts is None:
+            return
+        region = region if region is not None else OptionIs(dest, frozenset({choice}))
+        for fscope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
+            if fscope != scope and not fscope.startswith(scope + "."):
+                continue
+            if not mentions_device(cond):
+                continue
+            hops = (link, *ctx.conditions.guard_hops(facts, path, fscope, line))
+            ctx.links.findings.append(Finding(FindingKind.GATE, rel, line, conj(region, cond),
+                                              hops, option=dest, text=text))
+        ctx.gates.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True, owned)

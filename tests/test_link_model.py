@@ -1,0 +1,61 @@
+"""The link model's names: finding kinds and hop roles print, serialise and
+compare as the plain strings they replaced, and one map gives a hop's
+evidence role; the shared help-text segment parser."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+
+import pytest
+
+from guardscan.helptext import help_segments
+from guardscan.link import FindingKind, HopRole, evidence_role
+from guardscan.results import Role
+
+
+@pytest.mark.parametrize("member", [*FindingKind, *HopRole])
+def test_a_name_prints_and_serialises_as_its_value(member: FindingKind | HopRole) -> None:
+    assert f"{member}" == str(member) == member.value
+    assert json.dumps(member) == json.dumps(member.value)
+    assert member == member.value and hash(member) == hash(member.value)
+    assert member.value in {member} and member in {member.value}
+    assert pickle.loads(pickle.dumps(member)) is member
+
+
+def test_every_finding_kind_of_the_docs() -> None:
+    assert {k.value for k in FindingKind} == {
+        "gate", "default", "select", "quant-gate", "import", "doc"}
+
+
+def test_hop_roles_map_to_evidence_roles() -> None:
+    # what verdicts have always shown: a definition is part of its guard; a
+    # call, an import or a method's config class only leads to the deciding line
+    expected = {"link": "link", "call": "link", "guard": "guard", "definition": "guard",
+                "import": "link", "quant": "link"}
+    assert {r.value: evidence_role(r) for r in HopRole} == expected
+    assert {r.value: evidence_role(r.value) for r in HopRole} == expected
+    assert all(isinstance(r.evidence_role, Role) for r in HopRole)
+
+
+HELP = ("Backend: 'triton' (fallback, widely compatible), 'aiter' (ROCm only), "
+        "\"ascend\" (NPU specific), `x` (for AMD GPUs), 'fi' (SM100 (B200) only), "
+        "'unlisted' (SM90), 'triton' (again)")
+CHOICES = ["triton", "aiter", "ascend", "x", "fi"]
+
+
+def test_help_segments_as_link_reads_them() -> None:
+    link_pattern = r"'([\w\-.]+)'\s*\(((?:[^()]|\([^()]*\))*)\)"
+    expected = [(m.group(1), m.group(2)) for m in re.finditer(link_pattern, HELP)
+                if m.group(1) in CHOICES]
+    assert help_segments(HELP, CHOICES) == expected
+    assert ("fi", "SM100 (B200) only") in expected and ("triton", "again") in expected
+
+
+def test_help_segments_as_options_read_them() -> None:
+    options_pattern = r"""(['"`])([\w.\-]+)\1\s*\(([^()]*)\)"""
+    expected = [(m.group(2), m.group(3)) for m in re.finditer(options_pattern, HELP)
+                if m.group(2) in CHOICES]
+    assert help_segments(HELP, CHOICES, quotes="'\"`", nested=False) == expected
+    assert ("ascend", "NPU specific") in expected and all(c != "fi" for c, _ in expected)
