@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardscan.guards import Answer, QueryKey
 from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import (
@@ -40,7 +41,6 @@ from guardscan.index.observe import (
     text_answer_changed,
 )
 from guardscan.predicate import Predicate
-from guardscan.vocabulary import Answer, QueryKey
 
 __all__ = ["Changes", "LinkRecord", "Table", "Unit", "UnitKey", "numbers"]
 

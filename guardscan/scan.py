@@ -20,6 +20,7 @@ from guardscan.acquire import (
     default_cache_dir,
 )
 from guardscan.arch import Arch, standard_archs
+from guardscan.guards import Vocabulary
 from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import Index
 from guardscan.index.observe import Read
@@ -37,7 +38,6 @@ from guardscan.results import (
     Verdict,
 )
 from guardscan.verdict import Judged, KernelJudge, dirty_choices, judge, quantization_notes
-from guardscan.vocabulary import Vocabulary
 
 __all__ = ["Analysis", "ScanOptions", "analyse", "scan"]
 

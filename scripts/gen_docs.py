@@ -6,7 +6,7 @@
 Pages:
 
 - ``docs/guard-forms.md``: every guard form guardscan recognises, from the
-  recognisers' own docstrings (options, vocabulary, link, and the kernels
+  recognisers' own docstrings (options, guards, link, and the kernels
   package when it publishes a ``RECOGNISERS`` list);
 - ``docs/verdicts.md``: the verdict rules, from ``guardscan.verdict``;
 - the ``guardscan --help`` blocks of ``docs/cli.md``, between its

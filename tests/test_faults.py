@@ -15,13 +15,13 @@ import guardscan.options.forms.argparse_calls as options_stage
 import guardscan.scan as scan_stage
 from guardscan.acquire import SourceTree
 from guardscan.arch import parse_arch
+from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.kernels.judge import LibraryJudge
 from guardscan.link import KernelCall
 from guardscan.link.gates import Gates
 from guardscan.predicate import TRUE, Tri
 from guardscan.results import Diagnostic, ScanResult
-from guardscan.vocabulary import Vocabulary
 
 MOE = "--moe-runner-backend"
 RUNNER = "sglang/srt/layers/moe/runner.py"

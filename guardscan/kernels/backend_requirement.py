@@ -31,8 +31,8 @@ from guardscan.index.facts import FunctionFact
 from guardscan.kernels.decorator import names_function
 from guardscan.kernels.model import BackendCheck, KernelFact
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.syntax import parse_expr, segment
 from guardscan.predicate import Device, Predicate, Unknown, disj
+from guardscan.syntax import parse_expr, segment
 
 __all__ = ["DECORATOR_NAME", "TOKENS", "recognise_backend_requirement"]
 

@@ -25,8 +25,8 @@ import ast
 from guardscan.index.facts import FunctionFact
 from guardscan.kernels.model import KernelFact
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.syntax import NOT_LITERAL, as_ints, call_parts, literal, parse_expr
 from guardscan.predicate import Device, Predicate
+from guardscan.syntax import NOT_LITERAL, as_ints, call_parts, literal, parse_expr
 
 __all__ = [
     "DECORATOR_NAME",

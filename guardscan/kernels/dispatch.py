@@ -42,8 +42,8 @@ from guardscan.kernels.conditions import compare
 from guardscan.kernels.model import Branch, KernelFact
 from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.syntax import dotted, parse_expr, segment
 from guardscan.predicate import Predicate
+from guardscan.syntax import dotted, parse_expr, segment
 
 __all__ = ["DispatchResult", "TableEdge", "recognise_dispatch"]
 

@@ -35,8 +35,8 @@ from guardscan.index.facts import CondPath, FunctionFact
 from guardscan.kernels.model import JIT_NOTE, KernelFact
 from guardscan.kernels.paths import negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.syntax import as_ints, literal, parse_expr
 from guardscan.predicate import Device, Predicate, conj, disj
+from guardscan.syntax import as_ints, literal, parse_expr
 
 __all__ = ["KEYWORD", "TOKENS", "gencode_predicate", "recognise_jit_specs"]
 

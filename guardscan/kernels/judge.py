@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from guardscan.arch import Arch
+from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import KernelCall
 from guardscan.messages import diagnostic, internal_error
@@ -18,7 +19,6 @@ from guardscan.predicate import Tri
 from guardscan.resultcache import KernelAnswers
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
-from guardscan.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     from guardscan.kernels.library import KernelLibrary

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Protocol
 
+from guardscan.guards import OptionModel, Vocabulary
 from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import Index
 from guardscan.link.context import LinkContext
@@ -18,7 +19,6 @@ from guardscan.link.model import Links
 from guardscan.link.named import NamedModules
 from guardscan.link.regions import RegisteredRegions
 from guardscan.results import OptionInfo
-from guardscan.vocabulary import OptionModel, Vocabulary
 
 __all__ = ["EnumModel", "collect_links", "option_model"]
 

@@ -13,11 +13,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from guardscan.guards import Resolved, Vocabulary
 from guardscan.index import Index
 from guardscan.index.observe import FactsView
 from guardscan.link.model import Hop, HopRole
 from guardscan.predicate import OptionIs, Predicate, Unknown, atoms, conj, mentions_device, neg
-from guardscan.vocabulary import Resolved, Vocabulary
 
 __all__ = ["MAX_DEFINITION_HOPS", "Conditions", "option_atoms"]
 

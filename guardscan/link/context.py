@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link.conditions import Conditions
 from guardscan.link.gates import Gates
@@ -18,7 +19,6 @@ from guardscan.link.model import Links
 from guardscan.link.quantization import QuantizationMethods
 from guardscan.link.units import Units
 from guardscan.results import OptionInfo
-from guardscan.vocabulary import Vocabulary
 
 __all__ = ["LinkContext"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from guardscan.guards import ClassV, ConstV, EnumMemberV, ExtV, FuncV, Vocabulary
 from guardscan.index.facts import CallFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
@@ -26,7 +27,6 @@ from guardscan.predicate import (
     mentions_device,
 )
 from guardscan.syntax import parse_expr
-from guardscan.vocabulary import ClassV, ConstV, EnumMemberV, ExtV, FuncV, Vocabulary
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from guardscan.guards import ExtV
 from guardscan.link.gates import literal_backend
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens
@@ -25,7 +26,6 @@ from guardscan.predicate import (
     neg,
 )
 from guardscan.syntax import parse_expr
-from guardscan.vocabulary import ExtV
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext

@@ -14,6 +14,7 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
+from guardscan.guards import ClassV
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole
 from guardscan.predicate import (
     Const,
@@ -27,7 +28,6 @@ from guardscan.predicate import (
     substitute,
 )
 from guardscan.syntax import parse_expr
-from guardscan.vocabulary import ClassV
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext

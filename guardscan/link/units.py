@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from guardscan.guards import Answer, QueryKey
 from guardscan.incremental import Changes, LinkRecord, Table, Unit, UnitKey, numbers
 from guardscan.link.model import Links
 from guardscan.messages import internal_error, scanned_line
 from guardscan.predicate import Predicate
-from guardscan.vocabulary import Answer, QueryKey
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
