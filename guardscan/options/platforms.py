@@ -14,6 +14,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from guardscan.helptext import help_segments
 from guardscan.index import Index
 from guardscan.syntax import literal, parse_expr
 
@@ -162,9 +163,6 @@ def recognise_comment_platforms(index: Index, rel: str, line: int, choices: Sequ
     return [(c, labels[c]) for c in choices if c in labels]
 
 
-_HELP_CLAIM = re.compile(r"""(['"`])([\w.\-]+)\1\s*\(([^()]*)\)""")
-
-
 def recognise_help_platforms(help_text: str, choices: Sequence[str]) -> list[tuple[str, str]]:
     """Platform labels from an option's help text.
 
@@ -185,11 +183,9 @@ def recognise_help_platforms(help_text: str, choices: Sequence[str]) -> list[tup
         ``"... 'triton' (fallback, widely compatible), 'aiter' (ROCm only)."``
         gives ``("aiter", "rocm")``.
     """
-    wanted = set(choices)
     labels: dict[str, str] = {}
-    for match in _HELP_CLAIM.finditer(help_text):
-        choice, claim = match.group(2), match.group(3)
-        if choice in wanted and choice not in labels:
+    for choice, claim in help_segments(help_text, choices, quotes="'\"`", nested=False):
+        if choice not in labels:
             found = _platform_of(claim, claim_required=True)
             if found and found != _CUDA:
                 labels[choice] = found
