@@ -1,5 +1,9 @@
-"""The pipeline, end to end: acquire -> index -> options -> vocabulary -> link ->
-kernels -> verdicts. Each stage reads only what the one before produced."""
+"""scan (the driver): the pipeline end to end, acquire -> index -> options -> guards -> link ->
+kernels -> verdicts; each stage reads only what the one before produced.
+
+The driver alone holds the caches (``guardscan.memo.ScanMemo``) and hands the
+stages what records and replays; it also decides when memory is let go.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from guardscan import __version__
 from guardscan.acquire import (
@@ -21,14 +24,12 @@ from guardscan.acquire import (
 )
 from guardscan.arch import Arch, standard_archs
 from guardscan.guards import Vocabulary
-from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import Index
-from guardscan.index.observe import Read
-from guardscan.index.warm import Warmer
 from guardscan.link import Links, collect_links, option_model
+from guardscan.memo import ScanMemo
+from guardscan.memo.warm import Warmer
 from guardscan.messages import diagnostic, internal_error
 from guardscan.options import OptionCatalog, build_catalog
-from guardscan.resultcache import ResultCache
 from guardscan.results import (
     BackendVerdict,
     Diagnostic,
@@ -37,7 +38,7 @@ from guardscan.results import (
     ScanResult,
     Verdict,
 )
-from guardscan.verdict import Judged, KernelJudge, dirty_choices, judge, quantization_notes
+from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
 
 __all__ = ["Analysis", "ScanOptions", "analyse", "scan"]
 
@@ -75,6 +76,8 @@ class Analysis:
     kernel_judge: KernelJudge | None = None
     #: how the result cache answered ("" when not asked)
     cache: str = ""
+    #: linking units (replayed from an earlier scan, run)
+    units: tuple[int, int] = (0, 0)
 
 
 def _say(opts: ScanOptions, message: str) -> None:
@@ -119,23 +122,40 @@ def _analyse(opts: ScanOptions) -> Analysis:
                                           offline=opts.offline)
         except AcquireError as exc:
             kernel_note = f"kernel library not read: {exc}; SGLang-only verdicts"
-    results = None
+    memo = None
     if opts.use_cache and not opts.full:
-        results = ResultCache(cache_dir, (
+        memo = ScanMemo(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
             tuple(opts.options or ()), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None))
-        cached = results.load(tree, kernel_tree)
-        _say(opts, f"stored result: {results.outcome}")
+        cached = memo.load(tree, kernel_tree)
+        _say(opts, f"stored result: {memo.outcome}")
         if cached is not None:
             return Analysis(tree, None, None, None, None, cached, kernel_tree, None,
-                            results.outcome)
+                            memo.outcome)
     index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
-    if results is not None:
-        results.prime(index)
-    prior = results.prior_links(index) if results is not None else None
+    if memo is not None:
+        memo.start(index)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
-    catalog, kept = _catalog(index, prior)
+    catalog = memo.catalog(index, build_catalog) if memo is not None else build_catalog(index)
+    options = _selected_options(opts, tree, catalog)
+    warmer = _warm_kernels(opts, kernel_tree, memo)
+    if warmer is not None:
+        index.after_prefetch = warmer.go
+    try:
+        return _link_and_judge(opts, tree, kernel_tree, kernel_note, memo, index, catalog,
+                               options)
+    finally:
+        if warmer is not None:
+            warmer.stop()
+        if memo is not None:
+            memo.close()
+
+
+def _selected_options(opts: ScanOptions, tree: SourceTree,
+                      catalog: OptionCatalog) -> list[OptionInfo]:
+    """The options to judge: every backend option, or those asked for; a flag
+    or quantization method the tree does not define is a usage error."""
     options = list(catalog.options)
     if opts.options:
         wanted = {o if o.startswith("--") else f"--{o}" for o in opts.options}
@@ -150,64 +170,23 @@ def _analyse(opts: ScanOptions) -> Analysis:
         raise AcquireError(
             f"--quantization {opts.quantization} is not a choice of {tree.package} "
             f"{tree.version}; choices: {', '.join(catalog.quantization.choices)}")
-    warmer = _warm_kernels(opts, kernel_tree, cache_dir)
-    if warmer is not None:
-        index.after_prefetch = warmer.go
-    try:
-        # handed over, not kept here: the earlier record is let go after linking
-        held, prior = [prior], None
-        return _link_and_judge(opts, tree, kernel_tree, kernel_note, results, index, catalog,
-                               options, held, kept)
-    finally:
-        if warmer is not None:
-            warmer.stop()
-        if results is not None:
-            results.wait_for_writer()
-
-
-Kept = tuple[tuple[Read, ...], tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]],
-                                     ...], OptionCatalog]
-
-
-def _catalog(index: Index, prior: tuple[LinkRecord, Changes] | None,
-             ) -> tuple[OptionCatalog, Kept | None]:
-    """The option catalog: the earlier scan's when nothing it read changed
-    (its facts, texts and pre-filter answers), else read again. Also returns
-    what to keep of it for the next scan (None when it was not read again)."""
-    if prior is not None and prior[0].catalog is not None:
-        reads, greps, catalog = prior[0].catalog
-        if not prior[1].any(reads) and all(
-                tuple(index.grep_re(pattern, within)) == matched
-                for pattern, within, matched in greps):
-            return catalog, None
-    mark = len(index.grep_log)
-    saved = index.recorder.open()
-    try:
-        catalog = build_catalog(index)
-    finally:
-        reads = index.recorder.close(saved, merge=False)
-    return catalog, (reads, tuple(index.grep_log[mark:]), catalog)
+    return options
 
 
 def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
-                  cache_dir: Path) -> Warmer | None:
+                  memo: ScanMemo | None) -> Warmer | None:
     """Start parsing the kernel library into the facts cache on a spare core,
     unless its answers are stored already (then it is not read at all)."""
-    if kernel_tree is None or not opts.use_cache:
+    if kernel_tree is None or memo is None:
         return None
-    from guardscan.resultcache import KernelAnswers
-
-    if KernelAnswers(cache_dir, kernel_tree).stored:
+    if memo.kernel_answers(kernel_tree).stored:
         return None
-    return Warmer(kernel_tree, cache_dir)
+    return Warmer(kernel_tree, memo.cache_dir)
 
 
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
-                    kernel_note: str, results: ResultCache | None, index: Index,
-                    catalog: OptionCatalog, options: list[OptionInfo],
-                    held: list[tuple[LinkRecord, Changes] | None], kept: Kept | None,
-                    ) -> Analysis:
-    prior = held.pop()
+                    kernel_note: str, memo: ScanMemo | None, index: Index,
+                    catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     model = option_model(catalog.options, catalog.enums, catalog.quantization)
     vocab = Vocabulary(index, model)
@@ -215,27 +194,18 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     enum_names = [e.qualname.rsplit(".", 1)[-1] for e in catalog.enums if e.option_dests]
     enum_methods = [m for e in catalog.enums if e.option_dests for m, _ in e.predicates]
     links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
-                          enum_methods, prior=prior)
-    replayed, ran = links.units
-    if prior is not None:
-        _say(opts, f"linking: {replayed} units replayed, {ran} run again")
+                          enum_methods, units=memo.link_units() if memo is not None else None)
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
     # text, 1,727 files' facts, the interpreter's memos). Later readers reload.
     index.release_text()
     vocab.release_caches()
     index.drop_facts()
-    changes = prior[1] if prior is not None else None
-    if results is not None and links.record is not None:
-        # kept for the next scan, written now that the memos are gone (the
-        # peak), and not held while the kernel library is read
-        links.record.catalog = kept if kept is not None else (
-            prior[0].catalog if prior is not None else None)
-        background = prior is not None
-        prior = None
-        results.store_links(links.record, background)
-    prior = None
-    links.record = None
+    units = (0, 0)
+    if memo is not None:
+        units = replayed, ran = memo.linked()
+        if memo.reanalysis:
+            _say(opts, f"linking: {replayed} units replayed, {ran} run again")
     result = ScanResult(
         guardscan=__version__,
         target=PackageRef(tree.package, tree.version, str(tree.root / tree.package)),
@@ -248,7 +218,6 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         if kernel_tree is not None:
             _say(opts, f"reading kernel facts of {kernel_tree.package} {kernel_tree.version}")
             from guardscan.kernels.judge import kernel_judge_for
-            from guardscan.resultcache import KernelAnswers
 
             kernel_index = Index(kernel_tree, cache_dir if opts.use_cache else None)
             # FlashInfer's text is searched a few times, then indexed once: reading
@@ -256,7 +225,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
             # costs less than holding it beside SGLang's results (the peak)
             kernel_index.release_text()
             kernel_judge = kernel_judge_for(
-                kernel_index, KernelAnswers(cache_dir, kernel_tree) if opts.use_cache else None)
+                kernel_index, memo.kernel_answers(kernel_tree) if memo is not None else None)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
         if kernel_note:
@@ -266,18 +235,11 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     _say(opts, "judging")
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
-    judged = results.prior_judged() if results is not None and changes is not None and \
-        links.changed is not None else None
-    dirty = dirty_choices(links.changed, options, opts.quantization) \
-        if judged is not None and links.changed is not None else {}
-    record: dict[str, dict[str, Judged]] = {}
+    judging = memo.judging(options, opts.quantization) if memo is not None else None
     faults: list[Diagnostic] = []
     for option in options:
-        choices = record[option.dest] = {}
-        earlier = (judged.get(option.dest, {}), dirty.get(option.dest, set()), changes) \
-            if judged is not None and changes is not None else None
-        result.backends.extend(_judge_option(index, links, option, opts, kernel_judge, earlier,
-                                             choices, faults))
+        result.backends.extend(_judge_option(index, links, option, opts, kernel_judge, judging,
+                                             faults))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics, *faults]
     if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
@@ -291,24 +253,24 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     for rel, reason in getattr(tree, "skipped", ()):
         diagnostics.append(diagnostic(rel, 0, "file-skipped", reason=reason))
     result.diagnostics = sorted(set(diagnostics))
-    if results is not None:
-        results.store(index, kernel_tree, result, replayed=replayed > 0 or kept is None,
-                      judged=record)
+    if memo is not None:
+        memo.store(index, kernel_tree, result)
     return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
-                    results.outcome if results is not None else "")
+                    memo.outcome if memo is not None else "", units)
 
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,
-                  kernel_judge: KernelJudge | None, earlier: Any, choices: dict[str, Judged],
+                  kernel_judge: KernelJudge | None, judging: JudgeMemo | None,
                   faults: list[Diagnostic]) -> list[BackendVerdict]:
     """The verdicts of one option. Should judging it raise, its choices are
     ``unknown`` with an ``internal-error`` diagnostic at the option's
     definition, and the other options' verdicts stand."""
     try:
         return judge(index, links, option, opts.archs, opts.quantization, kernel_judge,
-                     earlier, choices)
+                     judging)
     except Exception as exc:  # noqa: BLE001 - one option never stops the scan
-        choices.clear()
+        if judging is not None:
+            judging.forget(option.dest)
         faults.append(internal_error(option.path, option.line,
                                      f"judging {option.flag}", exc))
         return [BackendVerdict(option.flag, choice, arch.name, opts.quantization,

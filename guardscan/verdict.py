@@ -52,11 +52,11 @@ gate reached by a longer path is missed (errs toward unknown/supported);
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from guardscan.arch import Arch, standard_archs
-from guardscan.incremental import Changes
 from guardscan.index import Index
 from guardscan.index.observe import Read
 from guardscan.link import (
@@ -83,7 +83,8 @@ from guardscan.predicate import (
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 
-__all__ = ["Judged", "KernelJudge", "dirty_choices", "judge", "possible", "quantization_notes"]
+__all__ = ["JudgeMemo", "Judged", "KernelJudge", "dirty_choices", "judge", "possible",
+           "quantization_notes"]
 
 
 
@@ -162,6 +163,20 @@ class Judged:
     verdicts: list[BackendVerdict]
 
 
+class JudgeMemo(Protocol):
+    """Where the driver keeps judged choices between scans (``guardscan.memo``):
+    the verdict stage never imports the cache, it may be handed one."""
+
+    def reuse(self, dest: str, choice: str) -> Judged | None:
+        """An earlier scan's judgement of ``choice`` that nothing changed for."""
+
+    def keep(self, dest: str, choice: str, judged: Judged) -> None:
+        """This scan's judgement of ``choice``, for the next scan."""
+
+    def forget(self, dest: str) -> None:
+        """Judging ``dest`` failed: keep none of its choices."""
+
+
 class _Asking(KernelJudge):
     """A kernel judge that notes the questions asked of it."""
 
@@ -213,15 +228,13 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
 
 def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
           quantization: str | None, kernels: KernelJudge | None = None,
-          prior: tuple[Mapping[str, Judged], set[str], Changes] | None = None,
-          record: dict[str, Judged] | None = None) -> list[BackendVerdict]:
+          memo: JudgeMemo | None = None) -> list[BackendVerdict]:
     """Verdicts for every choice of ``option`` on every arch in ``archs``.
 
-    ``prior``: an earlier scan's judged choices, the choices that may judge
-    differently now (``dirty_choices``) and the changed files; the others are
-    taken as they were (their kernel questions asked again, so the kernel
-    library's answers and diagnostics come out as in a scan from scratch).
-    ``record`` receives this scan's judged choices."""
+    ``memo``: the driver's store of judged choices. A choice it can reuse is
+    taken as it was, its kernel questions asked again (so the kernel
+    library's answers and diagnostics come out as in a scan from scratch);
+    every judged choice is handed to it to keep."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
     global_quant = [f for f in links.findings
@@ -231,9 +244,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     shared = _Shared(option.dest)
     out: list[BackendVerdict] = []
     for choice in option.choices:
-        old = prior[0].get(choice) if prior is not None else None
-        if old is not None and prior is not None and choice not in prior[1] and \
-                not prior[2].any(old.reads):
+        old = memo.reuse(option.dest, choice) if memo is not None else None
+        if old is not None:
             for call, arch in old.kernel_asks:
                 kernels.support(call, arch)
             judged = old
@@ -248,8 +260,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             finally:
                 reads = index.recorder.close(saved, merge=False)
             judged = Judged(reads, tuple(asking.asked), verdicts)
-        if record is not None:
-            record[choice] = judged
+        if memo is not None:
+            memo.keep(option.dest, choice, judged)
         out.extend(judged.verdicts)
     return out
 

@@ -620,7 +620,7 @@ def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> 
     from guardscan.acquire import acquire
     from guardscan.arch import parse_arch
     from guardscan.predicate import Tri
-    from guardscan.resultcache import KernelAnswers
+    from guardscan.memo.results import KernelAnswers
 
     root = tmp_path / "lib"
     shutil.copytree(FIXTURES / "kernels_decorator", root)

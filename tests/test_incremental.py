@@ -204,13 +204,13 @@ def test_real_release_one_file_changed(fixture: str, tmp_path: Path,
     assert _json(changed) == _json(reference)
     # linking was incremental: most units replayed, the guard's users run again
     assert changed.links is not None
-    replayed, ran = changed.links.units
-    assert replayed > ran > 0, changed.links.units
+    replayed, ran = changed.units
+    assert replayed > ran > 0, changed.units
     # and back to the old meaning, by replay again: the first result exactly
     common.write_text(source, encoding="utf-8")
     _touch_later(common)
     back = _analyse(target, cache)
-    assert back.links is not None and back.links.units[0] > 0, back.cache
+    assert back.links is not None and back.units[0] > 0, back.cache
     assert _json(back) == text
 
 
@@ -301,7 +301,7 @@ def test_changed_keys_agree_with_unseen_change(tmp_path: Path) -> None:
 
 
 def _check_keys(first: Analysis) -> int:
-    from guardscan.incremental import Changes
+    from guardscan.memo.records import Changes
     from guardscan.index.observe import text_answer_changed, unseen_change
 
     index = first.index

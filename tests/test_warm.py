@@ -12,7 +12,7 @@ import pytest
 from fixturetree import FIXTURES, fixture
 
 from guardscan.acquire import acquire
-from guardscan.index.warm import Warmer, _warm, import_order
+from guardscan.memo.warm import Warmer, _warm, import_order
 from guardscan.scan import ScanOptions, analyse
 
 

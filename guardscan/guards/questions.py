@@ -3,7 +3,7 @@ answers, kept with what they read so a later scan can reuse them.
 
 A question is ``QueryKey`` ("p" for a guard's predicate or "v" for a value,
 the expression text, file, scope, line); its ``Answer`` holds the value, the
-diagnostic it gives and the reads. ``guardscan.incremental`` keeps the answers
+diagnostic it gives and the reads. ``guardscan.memo.records`` keeps the answers
 whose reads a change cannot touch.
 """
 

@@ -71,7 +71,7 @@ class Vocabulary:
     # -- questions from outside ---------------------------------------------------------
     # Each is answered once per scan and kept as an ``Answer`` with what it read,
     # so a later scan can keep the answers whose reads a change cannot touch
-    # (``stored``) and ask the rest again (see ``guardscan.incremental``).
+    # (``stored``) and ask the rest again (see ``guardscan.memo.records``).
 
     def ask(self, key: QueryKey, compute: Callable[[], tuple[object, Diagnostic | None]],
             report: bool = True) -> object:

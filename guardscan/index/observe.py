@@ -99,7 +99,7 @@ class Recorder:
     """Where reads go besides the per-file ``seen`` sets: the *frame* of the
     computation running now (a set of reads), if any. The vocabulary and the
     linker open a frame per memoised answer and per unit of work, so each
-    knows exactly what it read (see ``guardscan.incremental``)."""
+    knows exactly what it read (see ``guardscan.memo.records``)."""
 
     __slots__ = ("frame", "reads")
 

@@ -8,7 +8,7 @@ judged there. A name the library does not define is reported, never guessed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from guardscan.arch import Arch
 from guardscan.guards import Vocabulary
@@ -16,7 +16,6 @@ from guardscan.index import Index
 from guardscan.link import KernelCall
 from guardscan.messages import diagnostic, internal_error
 from guardscan.predicate import Tri
-from guardscan.resultcache import KernelAnswers
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
 
@@ -26,8 +25,24 @@ if TYPE_CHECKING:
 __all__ = ["LibraryJudge", "kernel_judge_for"]
 
 
+#: (support, evidence chain, whether the library defines the called name)
+KernelAnswer = tuple[Tri, list[Evidence], bool]
+
+
+class AnswerStore(Protocol):
+    """Where the driver keeps the kernel library's answers between scans
+    (``guardscan.memo.results.KernelAnswers``): the kernel stage never imports
+    the cache, it is handed one."""
+
+    asked: list[tuple[tuple[object, ...], KernelAnswer]]
+
+    def next(self, key: tuple[object, ...]) -> KernelAnswer | None: ...
+    def record(self, key: tuple[object, ...], answer: KernelAnswer) -> None: ...
+    def store(self) -> None: ...
+
+
 class LibraryJudge(KernelJudge):
-    def __init__(self, index: Index, answers: KernelAnswers | None = None) -> None:
+    def __init__(self, index: Index, answers: AnswerStore | None = None) -> None:
         self.index = index
         self.package = index.tree.package
         self.unresolved: dict[str, tuple[str, int]] = {}
@@ -119,5 +134,5 @@ class LibraryJudge(KernelJudge):
             for target, (rel, line) in sorted(self.unresolved.items()))]
 
 
-def kernel_judge_for(index: Index, answers: KernelAnswers | None = None) -> LibraryJudge:
+def kernel_judge_for(index: Index, answers: AnswerStore | None = None) -> LibraryJudge:
     return LibraryJudge(index, answers)

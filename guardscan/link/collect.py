@@ -11,13 +11,13 @@ from functools import partial
 from typing import Protocol
 
 from guardscan.guards import OptionModel, Vocabulary
-from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import Index
 from guardscan.link.context import LinkContext
 from guardscan.link.help_claims import help_claims
 from guardscan.link.model import Links
 from guardscan.link.named import NamedModules
 from guardscan.link.regions import RegisteredRegions
+from guardscan.link.units import Units
 from guardscan.results import OptionInfo
 
 __all__ = ["EnumModel", "collect_links", "option_model"]
@@ -67,19 +67,17 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                   quantization: OptionInfo | None, enum_names: Iterable[str] = (),
                   enum_methods: Iterable[str] = (),
                   kernel_packages: Iterable[str] = ("flashinfer",),
-                  prior: tuple[LinkRecord, Changes] | None = None) -> Links:
-    """Every finding for every option, from the files that can hold one.
-    With ``prior`` (an earlier scan's linking and what changed since), units
-    nothing changed for are replayed; ``Links.record`` is this scan's."""
-    ctx = LinkContext(index, vocab, options, quantization, kernel_packages)
+                  units: Units | None = None) -> Links:
+    """Every finding for every option, from the files that can hold one, unit
+    by unit through ``units`` (the plain runner when None; the driver may pass
+    one that records and replays units, see ``guardscan.link.units``)."""
+    ctx = LinkContext(index, vocab, options, quantization, kernel_packages, units)
     units = ctx.units
-    if prior is not None and prior[0].context == units.context():
-        units.start_from(prior)
-    vocab.reads_table = units.reads
+    units.bind(ctx)
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
-    if units.prior is None:
+    if units.cold:
         index.prefetch(candidates)  # cold: parse on every core
     elif index.after_prefetch is not None:
         index.after_prefetch()

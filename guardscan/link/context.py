@@ -26,7 +26,8 @@ __all__ = ["LinkContext"]
 class LinkContext:
     def __init__(self, index: Index, vocab: Vocabulary, options: list[OptionInfo],
                  quantization: OptionInfo | None,
-                 kernel_packages: Iterable[str] = ("flashinfer",)) -> None:
+                 kernel_packages: Iterable[str] = ("flashinfer",),
+                 units: Units | None = None) -> None:
         self.index = index
         self.vocab = vocab
         self.options = options
@@ -35,6 +36,6 @@ class LinkContext:
         self.dests = {o.dest for o in options}
         self.links = Links()
         self.conditions = Conditions(index, vocab)
-        self.units = Units(self)
+        self.units = units if units is not None else Units()
         self.quant = QuantizationMethods(self)
         self.gates = Gates(self)

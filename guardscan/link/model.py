@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from guardscan.incremental import LinkRecord
 from guardscan.predicate import Predicate, fast_reduce
 from guardscan.results import Diagnostic, Role
 
@@ -125,13 +124,6 @@ class Links:
     kernel_calls: list[KernelCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     quant_methods: dict[str, tuple[str, str]] = field(default_factory=dict)  # method -> (rel, class)
-    #: how linking went, for the next scan (see ``guardscan.incremental``)
-    record: LinkRecord | None = None
-    #: units (replayed, run)
-    units: tuple[int, int] = (0, 0)
-    #: after incremental linking: what differs from the earlier scan's
-    #: linking (None: not known, everything may differ)
-    changed: Links | None = None
 
 
 for _cls in (Hop, Finding, KernelCall):

@@ -1,4 +1,6 @@
-"""Incremental linking: keep what a change cannot touch, redo the rest.
+"""memo (link records): what a scan's linking read and found, so the next scan replays what a change cannot touch.
+
+Incremental linking: keep what a change cannot touch, redo the rest.
 
 When the result cache misses because a file changed in a way the scan reads
 (a guard's meaning, a new gate), the scan runs again, but most of what it

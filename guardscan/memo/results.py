@@ -1,4 +1,5 @@
-"""A cache of whole scan results, valid while what they read is unchanged.
+"""memo (results): whole scan results, reused while what they read is unchanged.
+
 
 A scan depends on what it read of the files it parsed (recorded by the index
 as observations, see ``index.observe``), on the lines it showed as evidence,
@@ -14,7 +15,7 @@ in the cache is a miss, never an error.
 Beside each entry are the scan's records of reads, of linking and of judged
 choices, paired with it by a token. On a miss with the same files, the next
 analysis replays from them what the change cannot touch (see
-``guardscan.incremental``).
+``guardscan.memo.records``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
-from guardscan.incremental import Changes, LinkRecord
 from guardscan.index import (
     FACTS_VERSION,
     MAX_FILE_BYTES,
@@ -42,6 +42,7 @@ from guardscan.index import (
 from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
+from guardscan.memo.records import Changes, LinkRecord
 from guardscan.predicate import Tri
 from guardscan.results import Evidence, ScanResult
 

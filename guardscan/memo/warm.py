@@ -1,4 +1,5 @@
-"""Parse a tree into the facts cache in the background, on an idle core.
+"""memo (warmer): parse a tree into the facts cache in the background, on an idle core.
+
 
 A cold scan reads SGLang first and the kernel library last, one core busy
 most of the time. Meanwhile a background process parses the kernel library's

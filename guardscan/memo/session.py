@@ -1,0 +1,168 @@
+"""memo (session): the driver's one seam to every cache of one scan.
+
+The stages are plain functions of their inputs and never import this package
+(as in ruff, where the linter never imports the cache). The driver
+(``guardscan.scan``) asks a :class:`ScanMemo` for what an earlier scan left
+and hands the stages the runners that record and replay:
+
+- the whole result, reused while nothing it read changed (``results``);
+- the option catalog, reused while nothing it read changed;
+- a linking-unit runner (``link_units.RecordingUnits``) that replays the
+  units a change cannot touch;
+- a judging store (:class:`StoredJudging`) that gives back the judged
+  choices whose findings, kernel calls and lines did not change;
+- the kernel library's answers (``results.KernelAnswers``).
+
+What it keeps of an earlier scan it lets go as soon as the stage that needed
+it is done, so the scan's peak memory is not raised by the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from guardscan.acquire import SourceTree
+from guardscan.index import Index
+from guardscan.index.observe import Read
+from guardscan.memo.link_units import RecordingUnits
+from guardscan.memo.records import Changes, LinkRecord
+from guardscan.memo.results import KernelAnswers, ResultCache
+from guardscan.options import OptionCatalog
+from guardscan.results import OptionInfo, ScanResult
+from guardscan.verdict import Judged, dirty_choices
+
+__all__ = ["ScanMemo", "StoredJudging"]
+
+#: what the next scan needs to reuse a catalog: what reading it read, its
+#: pre-filters with their answers, and the catalog
+KeptCatalog = tuple[tuple[Read, ...],
+                    tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...],
+                    OptionCatalog]
+
+
+class StoredJudging:
+    """Judged choices of the earlier scan, given back while nothing they
+    depend on changed (``verdict.JudgeMemo``); this scan's, kept."""
+
+    def __init__(self, prior: Mapping[str, Mapping[str, Judged]] | None = None,
+                 dirty: Mapping[str, set[str]] | None = None,
+                 changes: Changes | None = None) -> None:
+        self._prior = prior if prior is not None and changes is not None else {}
+        self._dirty = dirty or {}
+        self._changes = changes
+        self.record: dict[str, dict[str, Judged]] = {}
+
+    def reuse(self, dest: str, choice: str) -> Judged | None:
+        old = self._prior.get(dest, {}).get(choice)
+        if old is None or self._changes is None or choice in self._dirty.get(dest, set()) or \
+                self._changes.any(old.reads):
+            return None
+        return old
+
+    def keep(self, dest: str, choice: str, judged: Judged) -> None:
+        self.record.setdefault(dest, {})[choice] = judged
+
+    def forget(self, dest: str) -> None:
+        self.record[dest] = {}
+
+
+class ScanMemo:
+    """Every cache of one scan, behind one object the driver holds."""
+
+    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...]) -> None:
+        self.cache_dir = cache_dir
+        self.results = ResultCache(cache_dir, key_parts)
+        self._prior: tuple[LinkRecord, Changes] | None = None
+        self._changes: Changes | None = None
+        self._prior_catalog: KeptCatalog | None = None
+        self._kept: KeptCatalog | None = None
+        self._units: RecordingUnits | None = None
+        self._judging = StoredJudging()
+        #: whether an earlier scan's linking was offered (a re-analysis)
+        self.reanalysis = False
+
+    @property
+    def outcome(self) -> str:
+        """How the result cache answered (for progress and ``Analysis.cache``)."""
+        return self.results.outcome
+
+    def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
+        """The stored result, when nothing it read changed."""
+        return self.results.load(tree, kernel_tree)
+
+    def start(self, index: Index) -> None:
+        """After a miss: what the earlier scan left that this one can reuse."""
+        self.results.prime(index)
+        prior = self.results.prior_links(index)
+        if prior is not None:
+            self._prior, self._changes, self.reanalysis = prior, prior[1], True
+            self._prior_catalog = prior[0].catalog
+
+    def catalog(self, index: Index, build: Callable[[Index], OptionCatalog]) -> OptionCatalog:
+        """The option catalog: the earlier scan's when nothing it read changed
+        (its facts, texts and pre-filter answers), else ``build(index)``,
+        recorded for the next scan."""
+        if self._prior_catalog is not None and self._changes is not None:
+            reads, greps, catalog = self._prior_catalog
+            if not self._changes.any(reads) and all(
+                    tuple(index.grep_re(pattern, within)) == matched
+                    for pattern, within, matched in greps):
+                return catalog
+        mark = len(index.grep_log)
+        saved = index.recorder.open()
+        try:
+            catalog = build(index)
+        finally:
+            reads = index.recorder.close(saved, merge=False)
+        self._kept = (reads, tuple(index.grep_log[mark:]), catalog)
+        return catalog
+
+    def link_units(self) -> RecordingUnits:
+        """The runner for this scan's linking units. The earlier scan's record
+        is handed over to it, not kept here."""
+        prior, self._prior = self._prior, None
+        self._units = RecordingUnits(prior)
+        return self._units
+
+    def linked(self) -> tuple[int, int]:
+        """After linking: store this scan's linking for the next scan (now,
+        when the interpreter's memos are gone: the peak) and let go of the
+        earlier one. Returns the units (replayed, run)."""
+        units = self._units
+        assert units is not None, "link_units first"
+        record, units.record_out = units.record_out, None
+        units.prior, units.units = None, {}
+        if record is not None:
+            record.catalog = self._kept if self._kept is not None else self._prior_catalog
+            self.results.store_links(record, background=self.reanalysis)
+        return units.replayed, units.ran
+
+    def judging(self, options: Iterable[OptionInfo], quantization: str | None) -> StoredJudging:
+        """The store of judged choices for this scan: the earlier scan's that
+        no changed finding or kernel call can touch are given back."""
+        changed = self._units.changed if self._units is not None else None
+        prior = self.results.prior_judged() if self._changes is not None and \
+            changed is not None else None
+        dirty = dirty_choices(changed, options, quantization) \
+            if prior is not None and changed is not None else {}
+        self._judging = StoredJudging(prior, dirty, self._changes if prior is not None else None)
+        if self._units is not None:
+            self._units.changed = None
+        return self._judging
+
+    def kernel_answers(self, kernel_tree: SourceTree) -> KernelAnswers:
+        """The kernel library's answers of the last scan of that library."""
+        return KernelAnswers(self.cache_dir, kernel_tree)
+
+    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
+        """Keep ``result`` with what the scan read, and its judged choices."""
+        units = self._units
+        replayed = units.replayed if units is not None else 0
+        self.results.store(index, kernel_tree, result,
+                           replayed=replayed > 0 or self._kept is None,
+                           judged=self._judging.record)
+
+    def close(self) -> None:
+        """Wait for a background writer, if any."""
+        self.results.wait_for_writer()
