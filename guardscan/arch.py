@@ -1,4 +1,4 @@
-"""GPU architectures: parsing what users type into a (major, minor) capability.
+"""arch (shared by every stage): what users type, parsed into a GPU architecture, a (major, minor) capability.
 
 Accepted spellings: ``sm120``, ``sm_120a``, ``SM_120``, ``12.0``, ``120``,
 ``compute_120``, ``sm_90a``, GPU names such as ``H100``, ``B200``, ``RTX PRO 6000``,

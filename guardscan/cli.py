@@ -1,4 +1,4 @@
-"""Command line: ``guardscan [TARGET] --arch sm120`` and ``guardscan explain CHOICE ...``.
+"""cli (the command line): ``guardscan [TARGET] --arch sm120`` and ``guardscan explain CHOICE ...``.
 
 Exit codes (``results.ExitCode``): 0 the scan ran; 1 ``--fail-on`` matched a
 verdict; 2 bad usage or an unusable target (one line on stderr); 3 an internal

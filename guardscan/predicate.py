@@ -1,4 +1,4 @@
-"""Three-valued predicates about the device, the options and the quantization.
+"""predicate (shared by every stage): three-valued predicates about the device, the options and the quantization.
 
 A guard such as ``is_sm100_supported()`` or ``major != 9`` becomes a Predicate; a
 Predicate is evaluated against a Context (one architecture, optionally the

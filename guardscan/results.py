@@ -1,4 +1,4 @@
-"""The plain data a scan produces: evidence, diagnostics, verdicts, the result.
+"""results (shared by every stage): the plain data a scan produces, evidence, diagnostics, verdicts, the result.
 
 Everything here is frozen and slotted, holds no parse-tree nodes, and compares,
 sorts and serialises cleanly. Lines are 1-based.

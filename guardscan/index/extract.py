@@ -1,4 +1,4 @@
-"""Pull plain-data facts out of one Python source file.
+"""index (extraction): the plain-data facts of one Python source file, pulled out with ``ast``.
 
 The standard library's ``ast`` does the parsing: it is about ten times faster
 than libcst on SGLang's tree and gives every position we need; facts keep

@@ -1,4 +1,4 @@
-"""Per-file facts: plain, frozen data pulled out of one source file.
+"""index (facts): the per-file facts, plain frozen data pulled out of one source file.
 
 Per-statement facts are named tuples: against frozen dataclasses they take
 about 40% less memory and unpickle twice as fast (measured on 100,000 call

@@ -1,4 +1,4 @@
-"""What a scan observed of each file's facts, and whether a change touches it.
+"""index (observations): what a scan read of each file's facts, and whether a change touches it.
 
 The analysis is a deterministic function of what it reads: if every read
 gives the same answer on changed files, the scan runs exactly as before and

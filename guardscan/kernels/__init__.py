@@ -15,9 +15,21 @@ form, each in its own module with its examples in the docstring:
 result (``KernelLibrary``) and builds it (``build_kernel_library``).
 """
 
+from guardscan.kernels.backend_requirement import recognise_backend_requirement
+from guardscan.kernels.callgraph import function_edges
+from guardscan.kernels.check import recognise_checks
+from guardscan.kernels.decorator import recognise_decorators
+from guardscan.kernels.dispatch import recognise_dispatch
+from guardscan.kernels.exports import collect_exports
+from guardscan.kernels.jit_spec import recognise_jit_specs
 from guardscan.kernels.library import KernelLibrary, build_kernel_library
 from guardscan.kernels.model import FACT_KINDS, BackendCheck, Branch, GuardFn, KernelFact
 from guardscan.kernels.support import Outcome
+
+#: every kernel-fact form, in the order above; docs/guard-forms.md lists each
+#: with its module's docstring
+RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
+               recognise_dispatch, recognise_checks, collect_exports, function_edges]
 
 __all__ = [
     "FACT_KINDS",
@@ -27,5 +39,6 @@ __all__ = [
     "KernelFact",
     "KernelLibrary",
     "Outcome",
+    "RECOGNISERS",
     "build_kernel_library",
 ]

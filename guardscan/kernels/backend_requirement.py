@@ -1,4 +1,4 @@
-"""Form 2: ``@backend_requirement({"cudnn": check, ...}, common_check=...)``.
+"""kernels (form 2): ``@backend_requirement({"cudnn": check, ...}, common_check=...)``, per-backend checks.
 
 What it recognises
     A decorator that resolves to FlashInfer's ``backend_requirement``, whose

@@ -1,4 +1,4 @@
-"""What the names in a function hold: capability quantities and literal tables.
+"""kernels (bindings): what the names in a function hold, capability quantities and literal tables.
 
 What it recognises
     Local assignments from a capability getter (``major, minor =

@@ -1,4 +1,4 @@
-"""Form 5: explicit capability checks that raise (or assert).
+"""kernels (form 5): explicit capability checks that raise (or assert).
 
 What it recognises
     A ``raise`` reached only under conditions that mention the device

@@ -1,4 +1,4 @@
-"""Reading capability conditions in kernel-library code.
+"""kernels (conditions): the capability conditions kernel-library code tests, as Predicates.
 
 What it recognises
     Comparisons of a capability-derived value with literals: ``major < 10``,

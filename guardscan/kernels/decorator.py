@@ -1,4 +1,4 @@
-"""Form 1: ``@supported_compute_capability([...])`` on functions and methods.
+"""kernels (form 1): ``@supported_compute_capability([...])`` on functions and methods.
 
 What it recognises
     A decorator call that resolves to FlashInfer's

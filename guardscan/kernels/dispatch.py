@@ -1,4 +1,4 @@
-"""Form 4: functions that dispatch among per-arch implementations.
+"""kernels (form 4): functions that dispatch among per-arch implementations.
 
 What it recognises
     (a) an ``if`` / ``elif`` chain on a capability-derived value whose branches

@@ -1,4 +1,4 @@
-"""Form 6: re-exports through package ``__init__`` modules.
+"""kernels (form 6): re-exports through package ``__init__`` modules.
 
 What it recognises
     Module-level ``from .fused_moe import cutlass_fused_moe`` (also ``as``

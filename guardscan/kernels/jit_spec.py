@@ -1,4 +1,4 @@
-"""Form 3: JIT spec generators and the archs they compile for.
+"""kernels (form 3): JIT spec generators and the archs they compile for.
 
 What it recognises
     (a) a call in the function passing ``supported_major_versions=[10, 11]``

@@ -1,4 +1,4 @@
-"""Plain data the kernels stage produces: facts, dispatch branches, call edges.
+"""kernels (model): the plain data the kernels stage produces, facts, dispatch branches, call edges.
 
 Everything is frozen and slotted and holds no parse-tree node. Function names
 are fully qualified: ``flashinfer.fused_moe.core.get_trtllm_moe_sm100_module``,

@@ -1,4 +1,4 @@
-"""The condition a statement runs under, as a Predicate.
+"""kernels (paths): the condition a statement of the kernel library runs under, as a Predicate.
 
 Index facts give each call / raise a *path*: signed indexes of the branch
 conditions around it in its scope (``+i`` the condition held, ``-i`` it did

@@ -1,4 +1,4 @@
-"""Does a kernel-library function run on an arch? Facts and callees, combined.
+"""kernels (support): whether a kernel-library function runs on an arch, from its facts and callees combined.
 
 The rule, for function ``f`` on arch ``A`` (Kleene logic, UNKNOWN never turns
 into TRUE or FALSE by itself):

@@ -1,5 +1,4 @@
-"""report: renderers keyed by format name, all with one signature:
-``render(result, stream, options)``."""
+"""report: renderers keyed by format name, all with one signature, ``render(result, stream, options)``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""JSON: the stable contract documented in docs/json.md."""
+"""report (JSON): the stable contract documented in docs/json.md."""
 
 from __future__ import annotations
 

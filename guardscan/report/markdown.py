@@ -1,4 +1,4 @@
-"""Markdown: a table per option (choices x architectures), then why each
+"""report (Markdown): a table per option (choices x architectures), then why each
 blocked/unsupported cell is so, then a diagnostics summary.
 
 Meant for pull-request comments and wiki pages; deterministic (no timestamps,

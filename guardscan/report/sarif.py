@@ -1,4 +1,4 @@
-"""SARIF 2.1.0: blocked/unsupported verdicts as results, diagnostics as notes.
+"""report (SARIF 2.1.0): blocked/unsupported verdicts as results, diagnostics as notes.
 
 Shaped after bandit's SARIF formatter: every rule is listed once in
 ``tool.driver.rules`` and results point at it by ``ruleIndex``; files that could

@@ -1,4 +1,4 @@
-"""Text: a table per option, choices as rows, architectures as columns."""
+"""report (text): a table per option, choices as rows, architectures as columns."""
 
 from __future__ import annotations
 
