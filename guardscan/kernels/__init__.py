@@ -32,13 +32,13 @@ RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_ji
                recognise_dispatch, recognise_checks, collect_exports, function_edges]
 
 __all__ = [
-    "FACT_KINDS",
-    "BackendCheck",
-    "Branch",
-    "GuardFn",
-    "KernelFact",
-    "KernelLibrary",
-    "Outcome",
-    "RECOGNISERS",
-    "build_kernel_library",
+               "FACT_KINDS",
+               "RECOGNISERS",
+               "BackendCheck",
+               "Branch",
+               "GuardFn",
+               "KernelFact",
+               "KernelLibrary",
+               "Outcome",
+               "build_kernel_library",
 ]
