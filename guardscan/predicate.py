@@ -14,30 +14,29 @@ import enum
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Union
 
 from guardscan.arch import Arch
 
 __all__ = [
-    "Tri",
-    "Context",
-    "Predicate",
-    "Const",
-    "Device",
-    "CudaAtLeast",
-    "Platform",
-    "OptionIs",
-    "QuantIs",
-    "Unknown",
-    "And",
-    "Or",
-    "Not",
-    "TRUE",
     "FALSE",
+    "TRUE",
+    "And",
+    "Const",
+    "Context",
+    "CudaAtLeast",
+    "Device",
+    "Not",
+    "OptionIs",
+    "Or",
+    "Platform",
+    "Predicate",
+    "QuantIs",
+    "Tri",
+    "Unknown",
+    "atoms",
     "conj",
     "disj",
     "neg",
-    "atoms",
 ]
 
 
@@ -54,10 +53,10 @@ class Tri(enum.Enum):
     UNKNOWN = "unknown"
 
     @staticmethod
-    def of(value: bool) -> "Tri":
+    def of(value: bool) -> Tri:
         return Tri.TRUE if value else Tri.FALSE
 
-    def __invert__(self) -> "Tri":
+    def __invert__(self) -> Tri:
         if self is Tri.UNKNOWN:
             return self
         return Tri.FALSE if self is Tri.TRUE else Tri.TRUE
@@ -121,7 +120,7 @@ class Device:
 
     quantity: str
     op: str
-    value: Union[int, tuple[int, ...], tuple[tuple[int, int], ...]]
+    value: int | tuple[int, ...] | tuple[tuple[int, int], ...]
 
     def measure(self, arch: Arch) -> object:
         return {"major": arch.major, "minor": arch.minor, "sm": arch.sm,
@@ -232,7 +231,7 @@ class Unknown:
 
 @dataclass(frozen=True, slots=True)
 class And:
-    items: tuple["Predicate", ...]
+    items: tuple[Predicate, ...]
 
     def evaluate(self, ctx: Context) -> Tri:
         result = Tri.TRUE
@@ -250,7 +249,7 @@ class And:
 
 @dataclass(frozen=True, slots=True)
 class Or:
-    items: tuple["Predicate", ...]
+    items: tuple[Predicate, ...]
 
     def evaluate(self, ctx: Context) -> Tri:
         result = Tri.FALSE
@@ -268,7 +267,7 @@ class Or:
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    item: "Predicate"
+    item: Predicate
 
     def evaluate(self, ctx: Context) -> Tri:
         return ~self.item.evaluate(ctx)
@@ -277,7 +276,7 @@ class Not:
         return f"not {_paren(self.item)}"
 
 
-Predicate = Union[Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not]
+Predicate = Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | Unknown | And | Or | Not
 
 
 def _paren(p: Predicate) -> str:
@@ -288,8 +287,8 @@ def _paren(p: Predicate) -> str:
 def _flatten(kind: type, items: Iterable[Predicate]) -> list[Predicate]:
     out: list[Predicate] = []
     for item in items:
-        if isinstance(item, kind):
-            out.extend(item.items)  # type: ignore[attr-defined]
+        if isinstance(item, kind) and isinstance(item, (And, Or)):
+            out.extend(item.items)
         else:
             out.append(item)
     return out
@@ -385,4 +384,4 @@ def to_json(pred: Predicate) -> object:
 
 
 for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not):
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign,assignment]
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]

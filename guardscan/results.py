@@ -10,15 +10,15 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = [
-    "ExitCode",
-    "Role",
-    "Verdict",
-    "Evidence",
-    "Diagnostic",
-    "PackageRef",
     "BackendVerdict",
+    "Diagnostic",
+    "Evidence",
+    "ExitCode",
     "OptionInfo",
+    "PackageRef",
+    "Role",
     "ScanResult",
+    "Verdict",
 ]
 
 

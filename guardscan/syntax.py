@@ -77,7 +77,7 @@ def unparse(node: ast.AST | None) -> str:
         return "?"
     try:
         return ast.unparse(node)
-    except Exception:
+    except Exception:  # noqa: BLE001 - odd nodes of odd code: no text, never a failed scan
         return "?"
 
 

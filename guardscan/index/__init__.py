@@ -270,7 +270,7 @@ class Index:
         try:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 outcomes = list(pool.map(_index_job, jobs, chunksize=16))
-        except Exception:  # no fork, no /dev/shm, a killed worker: stay serial
+        except Exception:  # noqa: BLE001 - no fork, no /dev/shm, a killed worker: stay serial
             return
         for (rel, _, key), outcome in zip(todo, outcomes):
             self.outcomes[rel] = outcome
@@ -334,7 +334,7 @@ class Index:
             with path.open("rb") as handle:
                 loaded = pickle.load(handle)
             return loaded if isinstance(loaded, FileOutcome) else None
-        except Exception:  # a corrupt entry heals by being rewritten
+        except Exception:  # noqa: BLE001 - a corrupt entry heals by being rewritten
             return None
 
     def _cache_store(self, key: str, outcome: FileOutcome) -> None:

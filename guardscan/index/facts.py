@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = [
-    "Cond",
-    "ImportFact",
-    "FunctionFact",
-    "ClassFact",
+    "AssertFact",
     "AssignFact",
     "CallFact",
-    "RaiseFact",
-    "AssertFact",
-    "ReturnFact",
+    "ClassFact",
+    "Cond",
     "FileFacts",
     "FileOutcome",
+    "FunctionFact",
+    "ImportFact",
+    "RaiseFact",
+    "ReturnFact",
     "target_names",
 ]
 

@@ -116,7 +116,9 @@ class Changes:
             if lines is None:
                 lines = self._lines[rel] = source_lines(data)
             line = key[1]
-            return (lines[line - 1].strip() if 0 < line <= len(lines) else "") != key[2]
+            now: str = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+            before: str = key[2]
+            return now != before
         if key[0] in ("re", "findall", "reader"):
             return text_answer_changed(key, data)
         if keys is None or key in (ALL, DATA):

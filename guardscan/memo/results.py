@@ -99,7 +99,9 @@ def _load_links(path: Path, token: str) -> LinkRecord | None:
     pieces = load_pickles(path)
     try:
         assert pieces is not None
-        kind, stored_token, context, reads, keys, catalog = pieces[0]  # type: ignore[misc]
+        head = pieces[0]
+        assert isinstance(head, tuple) and len(head) == 6
+        kind, stored_token, context, reads, keys, catalog = head
         if kind != "links" or stored_token != token:
             return None
         split = pieces.index(None)
