@@ -11,26 +11,30 @@ bound, as a :class:`Binding`, None where the tree gives no answer.
 (``flashinfer.fp4_quantize``) or a dotted reference used in a scope
 (a callee, a base class) end at, as a :class:`Target`: the defining function
 or class, a module, a constant, something outside the package, a builtin, a
-runtime value (``dynamic``), or ``unresolved`` with the reason. Classes'
-methods are found through their in-tree bases (:mod:`guardscan.names.members`).
+runtime value (``dynamic``), or ``unresolved`` with the reason
+(:mod:`guardscan.names.references`). Classes' methods are found through their
+in-tree bases (:mod:`guardscan.names.members`).
 
-Neither ever matches by spelling: a same-named definition elsewhere in the
-tree is only reached through the using module's own imports.
+The two questions still order a name bound several ways at module level
+differently (``lookup``: the assignment first; references: the definition,
+then imports); a condition-aware choice (each binding with the path it is
+bound under) is left for the guard interpreter's switch-over. Neither ever
+matches by spelling: a same-named definition elsewhere in the tree is only
+reached through the using module's own imports.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-import re
 from collections.abc import Callable
 
 from guardscan.index import Index
 from guardscan.index.extract import dotted
 from guardscan.index.facts import ClassFact, FileFacts, ImportFact
 from guardscan.names.lazy import lazy_exports
-from guardscan.names.members import find_method, is_data_attribute, member
-from guardscan.names.model import MAX_PATH_DEPTH, Binding, Target
+from guardscan.names.members import find_method
+from guardscan.names.model import Binding, Target
+from guardscan.names.references import References
 from guardscan.names.scopes import ModuleScopes, identifier_targets
 from guardscan.syntax import parse_expr
 
@@ -40,13 +44,6 @@ __all__ = ["MAX_DEPTH", "Names"]
 #: ``lookup`` (a cycle in the tree, or a tree too odd to resolve): the name
 #: stays unresolved.
 MAX_DEPTH = 12
-
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
-_BUILTINS = frozenset(dir(builtins))
-
-
-def _no_unrecorded_locals(table: ModuleScopes, scope: str) -> frozenset[str]:
-    return frozenset()
 
 
 def _assigned(table: ModuleScopes, scope: str, name: str) -> bool:
@@ -71,11 +68,9 @@ class Names:
         self.index = index
         self.package = index.tree.package
         self._build_scopes = build_scopes or ModuleScopes.build
-        self._unrecorded_locals = unrecorded_locals or _no_unrecorded_locals
         self._scopes: dict[str, ModuleScopes | None] = {}
         self._lazy: dict[str, dict[str, ImportFact]] = {}
-        self._path_memo: dict[str, Target] = {}
-        self._reference_memo: dict[tuple[str, str, str], Target] = {}
+        self._references = References(self, unrecorded_locals)
 
     def facts(self, module: str) -> FileFacts | None:
         """The facts of an in-tree module, None when it is not in the tree
@@ -258,138 +253,12 @@ class Names:
                 return module, ".".join(parts[end:])
         return None, qualified
 
-    def resolve_path(self, path: str, depth: int = 0) -> Target:
+    def resolve_path(self, path: str) -> Target:
         """A public or module path (``flashinfer.fp4_quantize``) -> what defines it,
-        through ``__init__`` re-exports, star imports and aliases."""
-        if path in self._path_memo:
-            return self._path_memo[path]
-        if depth > MAX_PATH_DEPTH:
-            return Target("unresolved", path, "too many hops")
-        self._path_memo[path] = Target("unresolved", path, "import cycle")
-        result = self._resolve_path(path, depth)
-        self._path_memo[path] = result
-        return result
-
-    def _resolve_path(self, path: str, depth: int) -> Target:
-        parts = path.split(".")
-        for end in range(len(parts), 0, -1):
-            module = ".".join(parts[:end])
-            if self.index.has_module(module):
-                rest = parts[end:]
-                if not rest:
-                    return Target("module", module)
-                return self._lookup_path(module, rest, depth)
-        if parts[0] != self.package:
-            return Target("external", path)
-        return Target("unresolved", path, "no such module in the package")
-
-    def _lookup_path(self, module: str, rest: list[str], depth: int) -> Target:
-        """``rest`` (a name and its attributes) at the top level of ``module``:
-        definitions, then imports, then assignments, then star imports."""
-        table = self.scopes(module)
-        path = ".".join([module, *rest])
-        if table is None:
-            return Target("unresolved", path, f"{module} could not be read")
-        name, more = rest[0], rest[1:]
-        if name in table.defs.get("", {}):
-            return member(self, table, table.defs[""][name], more)
-        for imp in table.imports.get("", {}).get(name, []):
-            found = self._follow_import(imp, more, depth)
-            if found.kind != "unresolved":
-                return found
-        alias = self._alias_target(table, "", name, more, depth)
-        if alias is not None:
-            return alias
-        for star in table.star_imports:
-            star_table = self.scopes(star)
-            if star_table is not None and not name.startswith("_"):
-                found = self._lookup_path(star, rest, depth + 1)
-                if found.kind != "unresolved":
-                    return found
-        lazy = self.lazy_exports(module).get(name)
-        if lazy is not None:
-            return self._follow_import(lazy, more, depth)
-        return Target("unresolved", path, f"{name} is not bound in {module}")
-
-    def _follow_import(self, imp: ImportFact, more: list[str], depth: int) -> Target:
-        base = f"{imp.module}.{imp.name}" if imp.name else imp.module
-        path = ".".join([base, *more])
-        if not (base == self.package or base.startswith(self.package + ".")):
-            return Target("external", path)
-        return self.resolve_path(path, depth + 1)
-
-    def _alias_target(self, table: ModuleScopes, scope: str, name: str, more: list[str],
-                      depth: int) -> Target | None:
-        """``name = other.name`` at module level is an alias; other values are constants."""
-        assigns = table.assigns.get(scope, {}).get(name)
-        if not assigns:
-            return None
-        if len(assigns) == 1 and _DOTTED.match(assigns[0].value.strip()):
-            value = assigns[0].value.strip()
-            if value != name:
-                return self.resolve_reference(table.module, scope, ".".join([value, *more]),
-                                              depth + 1)
-        if more:
-            return Target("dynamic", ".".join([name, *more]))
-        return Target("constant", f"{table.module}.{name}")
+        through ``__init__`` re-exports, star imports, aliases and lazy tables."""
+        return self._references.resolve_path(path)
 
     def resolve_reference(self, module: str, scope: str, text: str, depth: int = 0) -> Target:
         """What the dotted reference ``text`` (a callee, a base class, an alias's
         value) names, used in ``scope`` of ``module``."""
-        key = (module, scope, text)
-        found = self._reference_memo.get(key)
-        if found is None:
-            found = self._resolve_reference(module, scope, text.strip(), depth)
-            if depth == 0:
-                self._reference_memo[key] = found
-        return found
-
-    def _resolve_reference(self, module: str, scope: str, text: str, depth: int) -> Target:
-        if not _DOTTED.match(text):
-            return Target("dynamic", text)  # a call on a call result, a subscript, ...
-        table = self.scopes(module)
-        if table is None:
-            return Target("unresolved", text, f"{module} could not be read")
-        if depth > MAX_PATH_DEPTH:
-            return Target("unresolved", text, "too many hops")
-        parts = text.split(".")
-        root, more = parts[0], parts[1:]
-        if root in ("self", "cls") and more:
-            klass = table.enclosing_class(scope) if scope not in table.classes else scope
-            if klass:
-                if len(more) > 1:
-                    return Target("dynamic", text)
-                found = find_method(self, table, klass, more[0])
-                if found is not None:
-                    return found
-                if is_data_attribute(self, table, klass, more[0]):
-                    return Target("dynamic", text)
-                return Target("unresolved", text, f"{klass} has no method {more[0]}")
-        for current in table.scope_chain(scope):
-            if root in table.defs.get(current, {}):
-                return member(self, table, table.defs[current][root], more)
-            imports = table.imports.get(current, {}).get(root)
-            if imports:
-                found = Target("unresolved", text, f"no import of {root} leads anywhere")
-                for imp in imports:
-                    found = self._follow_import(imp, more, depth)
-                    if found.kind != "unresolved":
-                        break
-                return found
-            if current == "":
-                alias = self._alias_target(table, "", root, more, depth)
-                if alias is not None:
-                    return alias
-            elif root in table.local_names.get(current, set()) or (
-                    root in self._unrecorded_locals(table, current)):
-                return Target("dynamic", text)
-        if root in _BUILTINS:
-            return Target("builtin", text)
-        for star in table.star_imports:
-            if self.scopes(star) is not None:
-                found = self._lookup_path(star, parts, depth + 1)
-                if found.kind != "unresolved":
-                    return found
-            elif not star.startswith(self.package):
-                return Target("external", text)
-        return Target("unresolved", text, f"{root} is not bound in {module}")
+        return self._references.resolve_reference(module, scope, text, depth)
