@@ -11,7 +11,7 @@ import pytest
 
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
-from guardscan.names import Binding, Names
+from guardscan.names import Binding, ModuleScopes, Names, Target
 
 TREE = {
     "sglang/__init__.py": "",
@@ -111,3 +111,146 @@ def test_class_bodies_do_not_enclose_their_methods(names: Names) -> None:
     assert names.lookup(IMPL, "limit", "Config.method") is None
     assert names.lookup(IMPL, "local", "Config.method") == Binding(
         "assign", IMPL, "local", "Config.method")
+
+
+# -- references: public paths and dotted references settled to a Target ----------
+
+KERNELS = {
+    "fi/__init__.py": (
+        "from .gemm import mm_fp4\n"
+        "from .star_mod import *\n"
+        "from .missing import nothing\n"
+        "from .cycle_a import loop\n"
+        "alias_fn = mm_fp4\n"
+        "LIMIT = 80\n"
+    ),
+    "fi/gemm.py": (
+        "import torch\n"
+        "class Base:\n"
+        "    def run(self):\n"
+        "        pass\n"
+        "class Runner(Base):\n"
+        "    def __init__(self):\n"
+        "        self.state = 1\n"
+        "    def go(self):\n"
+        "        self.run()\n"
+        "        self.state()\n"
+        "        self.missing()\n"
+        "def mm_fp4(x):\n"
+        "    from fi.jit import gen_module\n"
+        "    for item in x:\n"
+        "        item()\n"
+        "    torch.cuda.synchronize()\n"
+        "    mm_fp4(x).view()\n"
+        "    return gen_module()\n"
+    ),
+    "fi/jit.py": "def gen_module():\n    pass\n",
+    "fi/star_mod.py": "def public_fn():\n    pass\ndef _private():\n    pass\n",
+    "fi/cycle_a.py": "from fi.cycle_b import loop\n",
+    "fi/cycle_b.py": "from fi.cycle_a import loop\n",
+    # same-named definitions elsewhere are never taken by spelling
+    "fi/other.py": "def mm_fp4():\n    pass\ndef nothing():\n    pass\ndef gen_module():\n    pass\n",
+    "fi/lazy/__init__.py": (
+        "import importlib\n"
+        "_NAMES = frozenset({'lazy_fn'})\n"
+        "_TABLE = {'table_fn': '.impl'}\n"
+        "_PAIRS = {'pair_alias': ('.impl', 'table_fn')}\n"
+        "def __getattr__(name):\n"
+        "    if name in _PAIRS:\n"
+        "        module_name, attribute = _PAIRS[name]\n"
+        "        return getattr(importlib.import_module(module_name, __name__), attribute)\n"
+        "    if name in _NAMES:\n"
+        "        from . import impl as _impl\n"
+        "        return getattr(_impl, name)\n"
+        "    module_name = _TABLE.get(name)\n"
+        "    if module_name is None:\n"
+        "        raise AttributeError(name)\n"
+        "    return getattr(importlib.import_module(module_name, __name__), name)\n"
+    ),
+    "fi/lazy2/__init__.py": (
+        "_NAMES = ('lazy_fn',)\n"
+        "def __getattr__(name):\n"
+        "    if name not in _NAMES:\n"
+        "        raise AttributeError(name)\n"
+        "    from fi.lazy import impl\n"
+        "    return getattr(impl, name)\n"
+    ),
+    "fi/lazy/impl.py": "def lazy_fn():\n    pass\ndef table_fn():\n    pass\n",
+}
+GEMM = "fi.gemm"
+
+
+@pytest.fixture(scope="module")
+def kernel_names(tmp_path_factory: pytest.TempPathFactory) -> Names:
+    root: Path = tmp_path_factory.mktemp("kernels")
+    for rel, text in KERNELS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    tree = SourceTree(root=root, package="fi", version="0", files=tuple(sorted(KERNELS)),
+                      origin=str(root))
+
+    def loop_variables(table: ModuleScopes, scope: str) -> frozenset[str]:
+        return frozenset({"item"}) if scope == "mm_fp4" else frozenset()
+
+    return Names(Index(tree), unrecorded_locals=loop_variables)
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("fi.mm_fp4", Target("function", "fi.gemm.mm_fp4")),  # an __init__ re-export
+    ("fi.public_fn", Target("function", "fi.star_mod.public_fn")),  # through a star import
+    ("fi.alias_fn", Target("function", "fi.gemm.mm_fp4")),  # a module-level alias
+    ("fi.LIMIT", Target("constant", "fi.LIMIT")),
+    ("fi.gemm", Target("module", "fi.gemm")),
+    ("fi.gemm.Runner.go", Target("function", "fi.gemm.Runner.go")),
+    ("fi.gemm.Runner.run", Target("function", "fi.gemm.Base.run")),  # an in-tree base's
+    ("fi.lazy.lazy_fn", Target("function", "fi.lazy.impl.lazy_fn")),  # lazy __getattr__
+    ("fi.lazy.table_fn", Target("function", "fi.lazy.impl.table_fn")),
+    ("fi.lazy.pair_alias", Target("function", "fi.lazy.impl.table_fn")),
+    ("fi.lazy2.lazy_fn", Target("function", "fi.lazy.impl.lazy_fn")),
+    ("torch.cuda", Target("external", "torch.cuda")),
+    # unresolved, with a reason; never fi.other's same-named functions
+    ("fi._private", Target("unresolved", "fi._private")),  # star imports skip _names
+    ("fi.nothing", Target("unresolved", "fi.nothing")),
+    ("fi.loop", Target("unresolved", "fi.loop")),  # an import cycle
+    ("fi.lazy.other_fn", Target("unresolved", "fi.lazy.other_fn")),
+])
+def test_resolve_path(kernel_names: Names, path: str, expected: Target) -> None:
+    found = kernel_names.resolve_path(path)
+    assert found == expected
+    assert (found.reason != "") == (found.kind == "unresolved")
+
+
+@pytest.mark.parametrize(("scope", "text", "expected"), [
+    ("mm_fp4", "gen_module", Target("function", "fi.jit.gen_module")),  # a local import
+    ("mm_fp4", "item", Target("dynamic", "item")),  # a loop variable (unrecorded local)
+    ("mm_fp4", "x", Target("dynamic", "x")),  # a parameter
+    ("mm_fp4", "torch.cuda.synchronize", Target("external", "torch.cuda.synchronize")),
+    ("mm_fp4", "mm_fp4(x).view", Target("dynamic", "mm_fp4(x).view")),
+    ("mm_fp4", "len", Target("builtin", "len")),
+    ("Runner.go", "self.run", Target("function", "fi.gemm.Base.run")),
+    ("Runner.go", "self.state", Target("dynamic", "self.state")),  # set on self
+    ("Runner.go", "self.missing", Target("unresolved", "self.missing")),
+    ("", "gen_module", Target("unresolved", "gen_module")),  # only imported inside mm_fp4
+    ("", "Runner", Target("class", "fi.gemm.Runner")),
+])
+def test_resolve_reference(kernel_names: Names, scope: str, text: str,
+                           expected: Target) -> None:
+    found = kernel_names.resolve_reference(GEMM, scope, text)
+    assert found == expected
+    assert (found.reason != "") == (found.kind == "unresolved")
+
+
+def test_lookup_reads_lazy_tables_and_function_imports(kernel_names: Names) -> None:
+    assert kernel_names.lookup("fi.lazy", "lazy_fn") == Binding(
+        "function", "fi.lazy.impl", "lazy_fn")
+    assert kernel_names.lookup(GEMM, "gen_module", "mm_fp4") == Binding(
+        "function", "fi.jit", "gen_module")
+    assert kernel_names.lookup(GEMM, "gen_module") is None
+
+
+def test_method_lookup_follows_in_tree_bases(kernel_names: Names) -> None:
+    table = kernel_names.scopes(GEMM)
+    assert table is not None
+    assert kernel_names.find_method(table, "Runner", "run") == Target(
+        "function", "fi.gemm.Base.run")
+    assert kernel_names.find_method(table, "Runner", "state") is None

@@ -34,8 +34,8 @@ from guardscan.index.facts import CallFact, FunctionFact
 from guardscan.kernels.conditions import BACKEND_OPTION
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
-from guardscan.syntax import dotted, is_sm_string, parse_expr
 from guardscan.predicate import TRUE, OptionIs, Predicate, Unknown, conj
+from guardscan.syntax import dotted, is_sm_string, parse_expr
 
 __all__ = ["Edge", "class_edges", "function_edges"]
 

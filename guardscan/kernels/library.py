@@ -37,9 +37,9 @@ from guardscan.kernels.model import BackendCheck, Branch, GuardFn, KernelFact
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.support import Outcome, SupportSolver
 from guardscan.kernels.symbols import Resolver
-from guardscan.syntax import literal, parse_expr
 from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
 from guardscan.results import Evidence
+from guardscan.syntax import literal, parse_expr
 
 __all__ = ["EXCLUDED_DIRS", "PREFILTER_TOKENS", "KernelLibrary", "build_kernel_library"]
 
