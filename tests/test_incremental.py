@@ -325,3 +325,20 @@ def _check_keys(first: Analysis) -> int:
                 checked += 1
             path.write_bytes(source)
     return checked
+
+
+def test_code_fingerprint_covers_every_stage() -> None:
+    """A result computed by other guardscan code is never reused: the
+    fingerprint reads the whole package, not only the cache's own modules
+    (it once covered guardscan/memo/ alone after the cache moved there)."""
+    from pathlib import Path
+
+    import guardscan
+    from guardscan.memo.results import code_files
+
+    package = Path(guardscan.__file__).resolve().parent
+    files = {p.relative_to(package).as_posix() for p in code_files()}
+    for stage in ("scan.py", "verdict.py", "guards/interpreter.py", "link/gates.py",
+                  "options/catalog.py", "kernels/support.py", "names/resolver.py",
+                  "memo/results.py"):
+        assert stage in files, stage

@@ -116,13 +116,20 @@ def _load_links(path: Path, token: str) -> LinkRecord | None:
     return LinkRecord(context, reads, keys, answers, units, catalog)
 
 
+def code_files() -> list[Path]:
+    """Every file of guardscan's own code (the whole package, not only this
+    stage's), as the fingerprint reads them."""
+    package = Path(__file__).resolve().parents[1]
+    return sorted(package.rglob("*.py")) + sorted(package.rglob("*.json"))
+
+
 @lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
     """guardscan's own source, read once per process (at import): a result
     computed by other code is never reused."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
+    for path in code_files():
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
