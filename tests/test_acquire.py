@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardscan import acquire as acquire_mod
 from guardscan.acquire import (
     AcquireError,
     SourceTree,
@@ -26,6 +25,7 @@ from guardscan.acquire import (
     kernel_requirement,
     spec_wheel_dir,
 )
+from guardscan.acquire import wheel as wheel_mod
 
 # --------------------------------------------------------------------------
 # Builders
@@ -269,7 +269,7 @@ def test_wheel_tree_is_reused(
     def no_second_extraction(*args: object) -> None:
         raise AssertionError("extracted twice")
 
-    monkeypatch.setattr(acquire_mod, "_extract_wheel", no_second_extraction)
+    monkeypatch.setattr(wheel_mod, "_extract_wheel", no_second_extraction)
     assert acquire(str(wheel), cache_dir=tmp_cache) == first
 
 
@@ -304,7 +304,7 @@ def test_zip_slip_is_refused(evil: str, tmp_path: Path, tmp_cache: Path) -> None
 
 @given(st.text(alphabet="ab./\\:", max_size=12))
 def test_safe_member_names_stay_inside(name: str) -> None:
-    if acquire_mod._unsafe_member(name):
+    if wheel_mod._unsafe_member(name):
         return
     base = "/cache/trees/x"
     assert os.path.normpath(os.path.join(base, name)).startswith(base)
@@ -313,7 +313,7 @@ def test_safe_member_names_stay_inside(name: str) -> None:
 def test_size_limit_is_enforced(
     tmp_path: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(acquire_mod, "MAX_EXTRACT_BYTES", 10)
+    monkeypatch.setattr(wheel_mod, "MAX_EXTRACT_BYTES", 10)
     wheel = sglang_wheel(tmp_path)
     with pytest.raises(AcquireError, match="exceeds the limit of 10 bytes"):
         acquire(str(wheel))
@@ -324,7 +324,7 @@ def test_size_limit_counts_inflated_bytes(tmp_path: Path, tmp_cache: Path) -> No
     wheel = sglang_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive, pytest.raises(AcquireError, match="exceeds"):
         staging = tmp_path / "staging"
-        acquire_mod._write_members(archive, archive.infolist(), staging, wheel, limit=5)
+        wheel_mod._write_members(archive, archive.infolist(), staging, wheel, limit=5)
 
 
 def test_package_inferred_from_distribution(tmp_path: Path, tmp_cache: Path) -> None:

@@ -27,7 +27,7 @@ from fixturetree import fixture, line_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import guardscan.acquire as acquire_mod
+import guardscan.acquire.wheel as wheel_mod
 from guardscan.acquire import AcquireError, acquire
 from guardscan.arch import parse_arch_list
 from guardscan.cli import main
@@ -432,7 +432,7 @@ def test_damaged_wheel(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_zip_bomb_wheel_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    tmp_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(acquire_mod, "MAX_EXTRACT_BYTES", 1024 * 1024)
+    monkeypatch.setattr(wheel_mod, "MAX_EXTRACT_BYTES", 1024 * 1024)
     wheel = gate_wheel(tmp_path, {f"sglang/bomb{i}.py": b"\n" * (4 * 1024 * 1024)
                                   for i in range(3)})
     assert wheel.stat().st_size < 200 * 1024  # small on disk, 12 MB inflated
@@ -446,7 +446,7 @@ def test_zip_bomb_with_lying_sizes_is_refused(tmp_path: Path, monkeypatch: pytes
                                               tmp_cache: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """The central directory claims a tiny member; inflating it says otherwise."""
-    monkeypatch.setattr(acquire_mod, "MAX_EXTRACT_BYTES", 1024 * 1024)
+    monkeypatch.setattr(wheel_mod, "MAX_EXTRACT_BYTES", 1024 * 1024)
     wheel = gate_wheel(tmp_path, {"sglang/bomb.py": b"\n" * (4 * 1024 * 1024)})
     data = bytearray(wheel.read_bytes())
     real = (4 * 1024 * 1024).to_bytes(4, "little")

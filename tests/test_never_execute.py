@@ -278,7 +278,7 @@ def test_checkout_wheel_spec_and_installed(checkout: Path, marker: Path, tmp_pat
     def pip_must_not_run(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"pip was called: {args}")
 
-    monkeypatch.setattr("guardscan.acquire.subprocess.run", pip_must_not_run)
+    monkeypatch.setattr("guardscan.acquire.spec.subprocess.run", pip_must_not_run)
     targets: list[str | None] = [str(checkout), str(checkout / "sglang"), str(wheel),
                                  f"sglang=={VERSION}", None]
     for target in targets:
