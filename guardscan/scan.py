@@ -123,13 +123,15 @@ def _analyse(opts: ScanOptions) -> Analysis:
         except AcquireError as exc:
             kernel_note = f"kernel library not read: {exc}; SGLang-only verdicts"
     memo = None
-    if opts.use_cache and not opts.full:
+    if opts.use_cache:
         memo = ScanMemo(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
             tuple(opts.options or ()), opts.kernels, opts.prefilter,
-            str(kernel_tree.root) if kernel_tree is not None else None))
+            str(kernel_tree.root) if kernel_tree is not None else None),
+            reuse_results=not opts.full)
         cached = memo.load(tree, kernel_tree)
-        _say(opts, f"stored result: {memo.outcome}")
+        if memo.reuse_results:
+            _say(opts, f"stored result: {memo.outcome}")
         if cached is not None:
             return Analysis(tree, None, None, None, None, cached, kernel_tree, None,
                             memo.outcome)

@@ -25,6 +25,7 @@ from pathlib import Path
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
 from guardscan.index.observe import Read
+from guardscan.link.units import Units
 from guardscan.memo.link_units import RecordingUnits
 from guardscan.memo.records import Changes, LinkRecord
 from guardscan.memo.results import KernelAnswers, ResultCache
@@ -70,8 +71,13 @@ class StoredJudging:
 class ScanMemo:
     """Every cache of one scan, behind one object the driver holds."""
 
-    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...]) -> None:
+    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...],
+                 reuse_results: bool = True) -> None:
+        """``reuse_results``: False computes every stage afresh and stores no
+        result (``--graph`` needs them all); facts and the kernel library's
+        answers are still cached."""
         self.cache_dir = cache_dir
+        self.reuse_results = reuse_results
         self.results = ResultCache(cache_dir, key_parts)
         self._prior: tuple[LinkRecord, Changes] | None = None
         self._changes: Changes | None = None
@@ -89,10 +95,14 @@ class ScanMemo:
 
     def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
         """The stored result, when nothing it read changed."""
+        if not self.reuse_results:
+            return None
         return self.results.load(tree, kernel_tree)
 
     def start(self, index: Index) -> None:
         """After a miss: what the earlier scan left that this one can reuse."""
+        if not self.reuse_results:
+            return
         self.results.prime(index)
         prior = self.results.prior_links(index)
         if prior is not None:
@@ -118,9 +128,11 @@ class ScanMemo:
         self._kept = (reads, tuple(index.grep_log[mark:]), catalog)
         return catalog
 
-    def link_units(self) -> RecordingUnits:
+    def link_units(self) -> Units:
         """The runner for this scan's linking units. The earlier scan's record
         is handed over to it, not kept here."""
+        if not self.reuse_results:
+            return Units()
         prior, self._prior = self._prior, None
         self._units = RecordingUnits(prior)
         return self._units
@@ -130,7 +142,8 @@ class ScanMemo:
         when the interpreter's memos are gone: the peak) and let go of the
         earlier one. Returns the units (replayed, run)."""
         units = self._units
-        assert units is not None, "link_units first"
+        if units is None:  # nothing recorded: results are not reused
+            return 0, 0
         record, units.record_out = units.record_out, None
         units.prior, units.units = None, {}
         if record is not None:
@@ -157,6 +170,8 @@ class ScanMemo:
 
     def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
         """Keep ``result`` with what the scan read, and its judged choices."""
+        if not self.reuse_results:
+            return
         units = self._units
         replayed = units.replayed if units is not None else 0
         self.results.store(index, kernel_tree, result,
