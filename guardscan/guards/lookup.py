@@ -57,7 +57,7 @@ from guardscan.predicate import (
 if TYPE_CHECKING:
     from guardscan.guards.interpreter import Interpreter
 
-__all__ = ["MODULE_END", "NameLookup", "enclosing_scopes", "on_nvidia"]
+__all__ = ["MODULE_END", "NameLookup", "on_nvidia"]
 
 _PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|torch\.version)",
                              re.IGNORECASE)
@@ -93,7 +93,7 @@ class NameLookup:
         if known is None:
             saved = stack.recorder.open()
             try:
-                scopes = enclosing_scopes(scope, facts)
+                scopes = self.tables.function_scopes(facts, scope)
             finally:
                 self.scopes_memo[(rel, scope)] = (scopes, stack.recorder.close(saved))
         else:
@@ -283,10 +283,9 @@ class NameLookup:
         facts = self.index.view(cls.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        facts.note("cls", cls.qualname)
-        for func in facts.unobserved.functions:
-            if func.cls == cls.qualname and func.name == attr:
-                return FuncV(cls.rel, func.qualname)
+        func = self.tables.class_function(facts, cls.qualname, attr)
+        if func is not None:
+            return FuncV(cls.rel, func.qualname)
         for assign in facts.in_scope("assigns", cls.qualname):
             if attr in assign.targets:
                 return self.assign_value(cls.rel, assign, attr)
@@ -298,29 +297,18 @@ class NameLookup:
         facts = self.index.view(inst.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        facts.note("cls", inst.qualname)
-        for func in facts.unobserved.functions:
-            if func.cls == inst.qualname and func.name == attr:
-                if any(d.endswith("property") for d, _ in func.decorators):
-                    getter = FuncV(inst.rel, func.qualname)
-                    return self.interpreter.calls.call_function(getter, [], {})
-                return FuncV(inst.rel, func.qualname)
-        return None
+        func = self.tables.class_function(facts, inst.qualname, attr)
+        if func is None:
+            return None
+        if any(d.endswith("property") for d, _ in func.decorators):
+            getter = FuncV(inst.rel, func.qualname)
+            return self.interpreter.calls.call_function(getter, [], {})
+        return FuncV(inst.rel, func.qualname)
 
 
 def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Two paths that cannot both hold (one took a branch the other did not)."""
     return any(-i in b for i in a)
-
-
-def enclosing_scopes(scope: str, facts: FactsView) -> list[str]:
-    scopes = []
-    current = scope
-    while current:
-        if not facts.has_class(current):
-            scopes.append(current)
-        current = current.rpartition(".")[0]
-    return scopes
 
 
 def on_nvidia(pred: Predicate) -> Tri:

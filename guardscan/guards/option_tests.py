@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from guardscan.guards.lookup import enclosing_scopes
 from guardscan.guards.values import ClassV, ConstV, EnumMemberV, FuncV, OptV, PredV, UnkV, Value
 from guardscan.index.facts import AssignFact, ImportFact
 from guardscan.predicate import OptionIs, Predicate, QuantIs, neg
@@ -164,7 +163,7 @@ class OptionTests:
                 return name if name in enums else None
             return None
         if isinstance(node, ast.Name):
-            for sc in enclosing_scopes(scope, facts):
+            for sc in self.interpreter.tables.function_scopes(facts, scope):
                 fdef = facts.function(sc)
                 if fdef is not None:
                     for pname, annotation in fdef.annotations:

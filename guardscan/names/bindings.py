@@ -14,6 +14,9 @@ per file:
 ``star_provider(rel, name)``
     the in-tree module a star import of ``rel`` takes ``name`` from (star
     imports followed :data:`STAR_DEPTH` deep);
+``function_scopes(view, scope)`` / ``class_function(view, cls, name)``
+    the scopes a name used in ``scope`` is looked for in (class bodies do
+    not enclose their methods), and a function of one class's own body;
 ``imported(module, name)``
     where ``import module`` / ``from module import name`` leads, one step.
 
@@ -21,7 +24,7 @@ Tuple targets are split as the index's observations split them
 (:func:`~guardscan.index.facts.target_names`), so a recorded ``("name", n)``
 read sees every fact listed here. Every table is read through
 :class:`~guardscan.index.observe.FactsView` and each lookup notes what it
-read (``("name", n)``, ``STARS``, ``("scope", s)``, ``("func", q)``): the
+read (``("name", n)``, ``STARS``, ``("scope", s)``, ``("class", q)``, ``("cls", c)``): the
 result cache reuses an answer only while those reads answer the same.
 Tables are keyed by file (``rel``), modules map to files through the index.
 """
@@ -193,6 +196,26 @@ class BindingTables:
                     per_file.setdefault(imp.scope, {}).setdefault(imp.local, []).append(imp)
             self._imports[view.rel] = per_file
         return per_file.get(scope, {})
+
+    def function_scopes(self, view: FactsView, scope: str) -> list[str]:
+        """``scope`` and the scopes around it that are not class bodies,
+        innermost first (a class body does not enclose its methods)."""
+        scopes = []
+        current = scope
+        while current:
+            if not view.has_class(current):
+                scopes.append(current)
+            current = current.rpartition(".")[0]
+        return scopes
+
+    def class_function(self, view: FactsView, cls: str, name: str) -> FunctionFact | None:
+        """The first function ``name`` defined in class ``cls``'s own body
+        (its bases are not searched)."""
+        view.note("cls", cls)
+        for func in view.unobserved.functions:
+            if func.cls == cls and func.name == name:
+                return func
+        return None
 
     def functions(self, view: FactsView) -> FunctionTables:
         """A file's functions by qualified name and by (enclosing scope, name).
