@@ -271,7 +271,9 @@ BOUND = {
         "        return False\n"
         "flag, rest = 1, 2\n"
         "class flag:\n"
-        "    pass\n"
+        "    def method(self):\n"
+        "        def nested():\n"
+        "            pass\n"
         "def helper(x):\n"
         "    from pkg.other import flag\n"
         "    local, (inner, *tail) = 1, (2, 3)\n"
@@ -317,7 +319,7 @@ def test_local_tables_split_targets_as_observations_do(bound: tuple[Names, Index
     assert view is not None
     assigns = names.tables.scope_assigns(view, "helper")
     assert sorted(assigns) == ["inner", "local", "tail"]
-    assert [i.line for i in names.tables.scope_imports(view, "helper")["flag"]] == [11]
+    assert [i.line for i in names.tables.scope_imports(view, "helper")["flag"]] == [13]
     assert ("scope", "helper") in index.seen["pkg/defs.py"]
 
 
@@ -344,3 +346,18 @@ def test_star_provider_follows_star_imports_three_deep(bound: tuple[Names, Index
 def test_imported_is_one_step_of_an_import(bound: tuple[Names, Index], module: str,
                                            name: str | None, expected: Binding) -> None:
     assert bound[0].tables.imported(module, name) == expected
+
+
+def test_scopes_and_a_class_s_own_functions(bound: tuple[Names, Index]) -> None:
+    names, index = bound
+    view = index.view("pkg/defs.py")
+    assert view is not None
+    tables = names.tables
+    # the class body does not enclose its method's nested function
+    assert tables.function_scopes(view, "flag.method.nested") == [
+        "flag.method.nested", "flag.method"]
+    method = tables.class_function(view, "flag", "method")
+    assert method is not None and method.qualname == "flag.method"
+    assert tables.class_function(view, "flag", "helper") is None
+    seen = index.seen["pkg/defs.py"]
+    assert ("class", "flag") in seen and ("cls", "flag") in seen
