@@ -11,6 +11,7 @@ import pytest
 
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
+from guardscan.index.observe import STARS
 from guardscan.names import Binding, ModuleScopes, Names, Target
 
 TREE = {
@@ -254,3 +255,109 @@ def test_method_lookup_follows_in_tree_bases(kernel_names: Names) -> None:
     assert kernel_names.find_method(table, "Runner", "run") == Target(
         "function", "fi.gemm.Base.run")
     assert kernel_names.find_method(table, "Runner", "state") is None
+
+
+# -- every binding of a name, in order, reads recorded (the guard interpreter's) ----
+
+BOUND = {
+    "pkg/__init__.py": "",
+    "pkg/ns/deep/mod.py": "VALUE = 1\n",  # pkg/ns has no __init__.py
+    "pkg/defs.py": (
+        "from pkg.other import flag\n"
+        "if cond:\n"
+        "    flag = True\n"
+        "else:\n"
+        "    def flag():\n"
+        "        return False\n"
+        "flag, rest = 1, 2\n"
+        "class flag:\n"
+        "    def method(self):\n"
+        "        def nested():\n"
+        "            pass\n"
+        "def helper(x):\n"
+        "    from pkg.other import flag\n"
+        "    local, (inner, *tail) = 1, (2, 3)\n"
+        "    return flag\n"
+    ),
+    "pkg/other.py": "flag = False\nfrom pkg.deeper import *\n",
+    "pkg/deeper.py": "from pkg.deepest import *\n",
+    "pkg/deepest.py": "far = 1\n",
+    "pkg/star.py": "from pkg.other import *\nfrom pkg.star import *\n",
+}
+
+
+@pytest.fixture(scope="module")
+def bound(tmp_path_factory: pytest.TempPathFactory) -> tuple[Names, Index]:
+    root: Path = tmp_path_factory.mktemp("bound")
+    for rel, text in BOUND.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    tree = SourceTree(root=root, package="pkg", version="0", files=tuple(sorted(BOUND)),
+                      origin=str(root))
+    index = Index(tree)
+    return Names(index, views=index.view), index
+
+
+def test_bindings_lists_every_way_in_a_stated_order(bound: tuple[Names, Index]) -> None:
+    names, index = bound
+    found = names.bindings("pkg.defs", "flag")
+    # assignments, then functions, then classes, then imports, each in file order;
+    # lookup would pick one of them (the assignment)
+    assert [(type(b).__name__, b.line) for b in found] == [
+        ("AssignFact", 3), ("AssignFact", 7), ("FunctionFact", 5), ("ClassFact", 8),
+        ("ImportFact", 1)]
+    assert names.lookup("pkg.defs", "flag") == Binding("assign", "pkg.defs", "flag")
+    assert names.bindings("pkg.defs", "rest")[0].line == 7  # tuple targets split
+    assert names.bindings("pkg.defs", "local") == []  # not at module level
+    assert names.bindings("pkg.missing", "flag") == []
+    assert ("name", "flag") in index.seen["pkg/defs.py"]
+
+
+def test_local_tables_split_targets_as_observations_do(bound: tuple[Names, Index]) -> None:
+    names, index = bound
+    view = index.view("pkg/defs.py")
+    assert view is not None
+    assigns = names.tables.scope_assigns(view, "helper")
+    assert sorted(assigns) == ["inner", "local", "tail"]
+    assert [i.line for i in names.tables.scope_imports(view, "helper")["flag"]] == [13]
+    assert ("scope", "helper") in index.seen["pkg/defs.py"]
+
+
+def test_star_provider_follows_star_imports_three_deep(bound: tuple[Names, Index]) -> None:
+    names, index = bound
+    star = index.view("pkg/star.py")
+    assert star is not None
+    tables = names.tables
+    assert tables.star_provider(star, "flag") == "pkg/other.py"
+    assert tables.star_provider(star, "far") == "pkg/other.py"  # other -> deeper -> deepest
+    assert tables.star_provider(star, "nowhere") is None  # and not itself, though it stars itself
+    assert STARS in index.seen["pkg/star.py"]
+    assert ("name", "far") in index.seen["pkg/deepest.py"]
+
+
+@pytest.mark.parametrize(("module", "name", "expected"), [
+    ("pkg.other", None, Binding("module", name="pkg.other")),
+    ("pkg.ns", None, Binding("module", name="pkg.ns")),  # a namespace package
+    ("pkg.ns.deep", "mod", Binding("module", name="pkg.ns.deep.mod")),
+    ("pkg.other", "flag", Binding("member", "pkg.other", "flag")),
+    ("torch", None, Binding("external", name="torch")),
+    ("torch", "cuda", Binding("external", name="torch.cuda")),
+])
+def test_imported_is_one_step_of_an_import(bound: tuple[Names, Index], module: str,
+                                           name: str | None, expected: Binding) -> None:
+    assert bound[0].tables.imported(module, name) == expected
+
+
+def test_scopes_and_a_class_s_own_functions(bound: tuple[Names, Index]) -> None:
+    names, index = bound
+    view = index.view("pkg/defs.py")
+    assert view is not None
+    tables = names.tables
+    # the class body does not enclose its method's nested function
+    assert tables.function_scopes(view, "flag.method.nested") == [
+        "flag.method.nested", "flag.method"]
+    method = tables.class_function(view, "flag", "method")
+    assert method is not None and method.qualname == "flag.method"
+    assert tables.class_function(view, "flag", "helper") is None
+    seen = index.seen["pkg/defs.py"]
+    assert ("class", "flag") in seen and ("cls", "flag") in seen

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from guardscan.guards.values import ConstV, CudaV, DevQ, FuncV, PredV, UnkV, Value, Wrapper
-from guardscan.index.facts import FunctionFact
+from guardscan.index.facts import FunctionFact, ReturnFact
 from guardscan.index.observe import FactsView, Read
 from guardscan.predicate import FALSE, Predicate, atoms, conj, disj
 from guardscan.syntax import parse_expr
@@ -36,9 +36,21 @@ class FunctionCalls:
         self.stack = interpreter.stack
         self.func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[
             Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+        self.returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
 
     def clear(self) -> None:
         self.func_memo.clear()
+        self.returns_of.clear()
+
+    def returns_by_scope(self, facts: FactsView) -> dict[str, list[ReturnFact]]:
+        """A file's return statements by function, in file order (the caller
+        notes the scope it reads)."""
+        table = self.returns_of.get(facts.rel)
+        if table is None:
+            table = self.returns_of[facts.rel] = {}
+            for ret in facts.unobserved.returns:
+                table.setdefault(ret.scope, []).append(ret)
+        return table
 
     def call_value(self, callee: Value) -> Value:
         """Call a function value with no arguments (a probe, a partial, a cached helper)."""
@@ -56,7 +68,7 @@ class FunctionCalls:
         if facts is None:
             return UnkV("function's file not analysed")
         facts.note("func", func.qualname)
-        defs = self.tables.function_index(func.rel, facts)[0].get(func.qualname)
+        defs = self.tables.functions(facts)[0].get(func.qualname)
         if not defs:
             return UnkV(f"no definition of {func.qualname}")
         fdef = defs[0]
@@ -98,7 +110,7 @@ class FunctionCalls:
     def _interpret(self, facts: FactsView, rel: str, fdef: FunctionFact,
                    bindings: dict[str, Value]) -> Value:
         facts.note("scope", fdef.qualname)
-        returns = self.tables.returns_by_scope(rel, facts).get(fdef.qualname, ())
+        returns = self.returns_by_scope(facts).get(fdef.qualname, ())
         if not returns:
             return UnkV(f"{fdef.name}() returns nothing readable")
         results: list[tuple[Predicate, Value]] = []

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
-from guardscan.guards.lookup import MODULE_END, FactTables, NameLookup
+from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
@@ -35,6 +35,7 @@ from guardscan.guards.values import (
     Value,
 )
 from guardscan.index import Index
+from guardscan.names import BindingTables
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -61,8 +62,8 @@ class Interpreter:
         self.index = index
         self.options = options
         self.stack = stack
-        self.tables = FactTables(index)
-        self.names = NameLookup(self, self.tables, stack)
+        self.tables = BindingTables(index, index.view)
+        self.names = NameLookup(self, self.tables, index, stack)
         self.option_tests = OptionTests(self)
         self.calls = FunctionCalls(self)
 
@@ -167,13 +168,13 @@ class Interpreter:
             return OptV(attr)
         base = self.value_of(node.value, rel, scope, line, env)
         if isinstance(base, ModuleV):
-            target = self.index.by_module.get(base.name)
-            sub = f"{base.name}.{attr}"
-            if sub in self.index.by_module:
-                return ModuleV(sub)
+            step = self.tables.imported(base.name, attr)
+            if step.kind == "module":
+                return ModuleV(step.name)
+            target = self.tables.rel_of(base.name) if step.kind == "member" else None
             if target is not None:
                 return self.names.lookup(target, "", attr, MODULE_END)
-            return UnkV(f"{sub} is outside the tree")
+            return UnkV(f"{base.name}.{attr} is outside the tree")
         if isinstance(base, ClassV):
             member = self.option_tests.enum_member(base, attr)
             return member if member is not None else self.names.class_attr(base, attr)

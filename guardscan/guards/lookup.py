@@ -2,10 +2,13 @@
 
 Names resolve through the scope's local assignments, the module's definitions
 and imports (star imports and re-exports included), so ``is_sm100_supported``
-imported as ``_sm100`` is still that guard. Bindings made under conditions are
-combined with those conditions; bindings on a non-NVIDIA-only path are skipped.
-(This is the guards' own resolver for now; the shared ``guardscan.names`` will
-take its place.)
+imported as ``_sm100`` is still that guard. The binding tables, star imports
+and the steps of an import are the shared resolver's
+(:class:`guardscan.names.BindingTables`, which records every read); what is
+the guards' own is what the bindings mean here: the bindings of a name made
+under conditions are combined with those conditions, local bindings on a
+non-NVIDIA-only path are skipped, and answers are memoised with the reads and
+definition lines they went through.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ from guardscan.index.facts import (
     ClassFact,
     FunctionFact,
     ImportFact,
-    ReturnFact,
     target_names,
 )
-from guardscan.index.observe import STARS, FactsView, Read
+from guardscan.index.observe import FactsView, Read
+from guardscan.names import BindingTables
 from guardscan.predicate import (
     FALSE,
     TRUE,
@@ -54,142 +57,20 @@ from guardscan.predicate import (
 if TYPE_CHECKING:
     from guardscan.guards.interpreter import Interpreter
 
-__all__ = ["MODULE_END", "FactTables", "NameLookup", "enclosing_scopes", "on_nvidia"]
+__all__ = ["MODULE_END", "NameLookup", "on_nvidia"]
 
 _PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|torch\.version)",
                              re.IGNORECASE)
 
 
-class FactTables:
-    """Per-file tables over the index facts (bindings by name, functions by
-    qualified name, returns by function), built once and forgotten on release.
-    Callers note what they look up."""
-
-    def __init__(self, index: Index) -> None:
-        self.index = index
-        self.module_cache: dict[str, dict[str, list[object]]] = {}
-        self.assign_index: dict[str, dict[str, dict[str, list[AssignFact]]]] = {}
-        self.import_index: dict[str, dict[str, dict[str, list[ImportFact]]]] = {}
-        self.functions_of: dict[str, tuple[dict[str, list[FunctionFact]],
-                                           dict[tuple[str, str], FunctionFact]]] = {}
-        self.returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
-        packages = {m.rpartition(".")[0] for m in index.by_module}
-        self.packages = packages | {p.rpartition(".")[0] for p in list(packages) if p}
-
-    def clear(self) -> None:
-        for memo in (self.module_cache, self.assign_index, self.import_index,
-                     self.functions_of, self.returns_of):
-            memo.clear()
-
-    def module_entries(self, rel: str, name: str) -> list[object]:
-        """The module-level bindings of ``name`` in ``rel`` (assignments, then
-        functions, classes and imports, each in file order)."""
-        view = self.index.view(rel)
-        if view is None:
-            return []
-        view.note("name", name)
-        return self.module_table(rel, view).get(name, [])
-
-    def module_table(self, rel: str, view: FactsView) -> dict[str, list[object]]:
-        cached = self.module_cache.get(rel)
-        if cached is not None:
-            return cached
-        facts = view.unobserved
-        table: dict[str, list[object]] = {}
-        for assign in facts.assigns:
-            if assign.scope:
-                continue
-            for target in assign.targets:
-                for name in target_names(target):
-                    table.setdefault(name, []).append(assign)
-        for func in facts.functions:
-            if not func.scope:
-                table.setdefault(func.name, []).append(func)
-        for cls in facts.classes:
-            if not cls.scope:
-                table.setdefault(cls.qualname, []).append(cls)
-        for imp in facts.imports:
-            if not imp.scope:
-                table.setdefault(imp.local, []).append(imp)
-        self.module_cache[rel] = table
-        return table
-
-    def scope_assigns(self, rel: str, facts: FactsView, scope: str) -> dict[str, list[AssignFact]]:
-        facts.note("scope", scope)
-        per_file = self.assign_index.get(rel)
-        if per_file is None:
-            per_file = {}
-            for assign in facts.unobserved.assigns:
-                if not assign.scope:
-                    continue
-                table = per_file.setdefault(assign.scope, {})
-                for target in assign.targets:
-                    for target_name in target_names(target):
-                        table.setdefault(target_name, []).append(assign)
-            self.assign_index[rel] = per_file
-        return per_file.get(scope, {})
-
-    def scope_imports(self, rel: str, facts: FactsView, scope: str) -> dict[str, list[ImportFact]]:
-        facts.note("scope", scope)
-        per_file = self.import_index.get(rel)
-        if per_file is None:
-            per_file = {}
-            for imp in facts.unobserved.imports:
-                if imp.scope:
-                    per_file.setdefault(imp.scope, {}).setdefault(imp.local, []).append(imp)
-            self.import_index[rel] = per_file
-        return per_file.get(scope, {})
-
-    def returns_by_scope(self, rel: str, facts: FactsView) -> dict[str, list[ReturnFact]]:
-        """A file's return statements by function, in file order."""
-        table = self.returns_of.get(rel)
-        if table is None:
-            table = self.returns_of[rel] = {}
-            for ret in facts.unobserved.returns:
-                table.setdefault(ret.scope, []).append(ret)
-        return table
-
-    def function_index(self, rel: str, facts: FactsView) -> tuple[
-            dict[str, list[FunctionFact]], dict[tuple[str, str], FunctionFact]]:
-        """A file's functions by qualified name (all of them, in order) and by
-        (enclosing scope, name) (the first), so lookups do not scan them all."""
-        index = self.functions_of.get(rel)
-        if index is None:
-            by_qualname: dict[str, list[FunctionFact]] = {}
-            by_scope: dict[tuple[str, str], FunctionFact] = {}
-            for func in facts.unobserved.functions:
-                by_qualname.setdefault(func.qualname, []).append(func)
-                by_scope.setdefault((func.scope, func.name), func)
-            index = self.functions_of[rel] = (by_qualname, by_scope)
-        return index
-
-    def star_has(self, rel: str, name: str, depth: int) -> bool:
-        if depth <= 0:
-            return False
-        facts = self.index.view(rel)
-        if facts is None:
-            return False
-        facts.note(*STARS)
-        for imp in facts.unobserved.imports:
-            if imp.local == "*" and not imp.scope:
-                target = self.index.by_module.get(imp.module)
-                if target and (self.module_entries(target, name)
-                               or self.star_has(target, name, depth - 1)):
-                    return True
-        return False
-
-    def is_package(self, module: str) -> bool:
-        return any(m == module or m.startswith(module + ".") for m in self.packages)
-
-
 class NameLookup:
     """Name -> value, memoised per (file, name) and per (file, scope, name, line)."""
 
-    def __init__(self, interpreter: Interpreter, tables: FactTables, stack: EvaluationStack,
-                 ) -> None:
+    def __init__(self, interpreter: Interpreter, tables: BindingTables, index: Index,
+                 stack: EvaluationStack) -> None:
         self.interpreter = interpreter
         self.tables = tables
-        self.index = tables.index
+        self.index = index
         self.stack = stack
         self.name_memo: dict[tuple[str, str], tuple[
             Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
@@ -212,7 +93,7 @@ class NameLookup:
         if known is None:
             saved = stack.recorder.open()
             try:
-                scopes = enclosing_scopes(scope, facts)
+                scopes = self.tables.function_scopes(facts, scope)
             finally:
                 self.scopes_memo[(rel, scope)] = (scopes, stack.recorder.close(saved))
         else:
@@ -262,13 +143,13 @@ class NameLookup:
         if not scope:
             return None
         candidates = sorted(
-            (a for a in self.tables.scope_assigns(rel, facts, scope).get(name, ())
+            (a for a in self.tables.scope_assigns(facts, scope).get(name, ())
              if a.line < line),
             key=lambda a: a.line, reverse=True)
         candidates = [a for a in candidates
                       if not a.path or self._reachable_on_nvidia(facts, rel, scope, a)]
         best = candidates[0] if candidates else None
-        for imp in self.tables.scope_imports(rel, facts, scope).get(name, ()):
+        for imp in self.tables.scope_imports(facts, scope).get(name, ()):
             if imp.line < line and (best is None or imp.line > best.line):
                 return self.import_value(imp.module, imp.name, rel, imp.line)
         if best is not None:
@@ -287,7 +168,7 @@ class NameLookup:
                              for g, v in zip(group, values)]
                     return PredV(disj(*parts))
             return self.assign_value(rel, best, name)
-        by_qualname, by_scope = self.tables.function_index(rel, facts)
+        by_qualname, by_scope = self.tables.functions(facts)
         facts.note("func", scope)  # its parameters
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
@@ -322,16 +203,11 @@ class NameLookup:
         return result
 
     def _lookup_module(self, facts: FactsView, rel: str, name: str) -> Value:
-        entries = self.tables.module_entries(rel, name)
+        entries = self.tables.module_bindings(rel, name)
         if not entries:
-            facts.note(*STARS)
-            star = [i for i in facts.unobserved.imports if i.local == "*" and not i.scope]
-            for imp in star:
-                target = self.index.by_module.get(imp.module)
-                if target is not None and target != rel and (
-                        self.tables.module_entries(target, name)
-                        or self.tables.star_has(target, name, 3)):
-                    return self.lookup(target, "", name, MODULE_END)
+            target = self.tables.star_provider(facts, name)
+            if target is not None:
+                return self.lookup(target, "", name, MODULE_END)
             if name in BUILTIN_NAMES:
                 return ExtV(f"builtins.{name}")
             return UnkV(f"{name} is not defined in {facts.module}")
@@ -362,17 +238,13 @@ class NameLookup:
 
     def import_value(self, module: str, name: str | None, rel: str, line: int) -> Value:
         self.stack.trail.append((rel, line))
-        if name is None:
-            if module in self.index.by_module or self.tables.is_package(module):
-                return ModuleV(module)
-            return ExtV(module)
-        submodule = f"{module}.{name}"
-        if submodule in self.index.by_module:
-            return ModuleV(submodule)
-        target = self.index.by_module.get(module)
+        step = self.tables.imported(module, name)
+        if step.kind == "module":
+            return ModuleV(step.name)
+        target = self.tables.rel_of(step.module) if step.kind == "member" else None
         if target is None:
-            return ExtV(submodule)
-        return self.lookup(target, "", name, MODULE_END)
+            return ExtV(step.name)
+        return self.lookup(target, "", step.name, MODULE_END)
 
     def assign_value(self, rel: str, assign: AssignFact, name: str) -> Value:
         self.stack.trail.append((rel, assign.line))
@@ -411,10 +283,9 @@ class NameLookup:
         facts = self.index.view(cls.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        facts.note("cls", cls.qualname)
-        for func in facts.unobserved.functions:
-            if func.cls == cls.qualname and func.name == attr:
-                return FuncV(cls.rel, func.qualname)
+        func = self.tables.class_function(facts, cls.qualname, attr)
+        if func is not None:
+            return FuncV(cls.rel, func.qualname)
         for assign in facts.in_scope("assigns", cls.qualname):
             if attr in assign.targets:
                 return self.assign_value(cls.rel, assign, attr)
@@ -426,29 +297,18 @@ class NameLookup:
         facts = self.index.view(inst.rel)
         if facts is None:
             return UnkV("class file not analysed")
-        facts.note("cls", inst.qualname)
-        for func in facts.unobserved.functions:
-            if func.cls == inst.qualname and func.name == attr:
-                if any(d.endswith("property") for d, _ in func.decorators):
-                    getter = FuncV(inst.rel, func.qualname)
-                    return self.interpreter.calls.call_function(getter, [], {})
-                return FuncV(inst.rel, func.qualname)
-        return None
+        func = self.tables.class_function(facts, inst.qualname, attr)
+        if func is None:
+            return None
+        if any(d.endswith("property") for d, _ in func.decorators):
+            getter = FuncV(inst.rel, func.qualname)
+            return self.interpreter.calls.call_function(getter, [], {})
+        return FuncV(inst.rel, func.qualname)
 
 
 def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Two paths that cannot both hold (one took a branch the other did not)."""
     return any(-i in b for i in a)
-
-
-def enclosing_scopes(scope: str, facts: FactsView) -> list[str]:
-    scopes = []
-    current = scope
-    while current:
-        if not facts.has_class(current):
-            scopes.append(current)
-        current = current.rpartition(".")[0]
-    return scopes
 
 
 def on_nvidia(pred: Predicate) -> Tri:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from guardscan.guards.lookup import enclosing_scopes
 from guardscan.guards.values import ClassV, ConstV, EnumMemberV, FuncV, OptV, PredV, UnkV, Value
 from guardscan.index.facts import AssignFact, ImportFact
 from guardscan.predicate import OptionIs, Predicate, QuantIs, neg
@@ -164,7 +163,7 @@ class OptionTests:
                 return name if name in enums else None
             return None
         if isinstance(node, ast.Name):
-            for sc in enclosing_scopes(scope, facts):
+            for sc in self.interpreter.tables.function_scopes(facts, scope):
                 fdef = facts.function(sc)
                 if fdef is not None:
                     for pname, annotation in fdef.annotations:
@@ -198,7 +197,7 @@ class OptionTests:
         node = parse_expr(annotation.strip().strip("\"'"))
         if node is None or depth <= 0:
             return None
-        module_entries = self.interpreter.tables.module_entries
+        module_bindings = self.interpreter.tables.module_bindings
         found = []
         for sub in ast.walk(node):
             name = sub.attr if isinstance(sub, ast.Attribute) else (
@@ -208,15 +207,15 @@ class OptionTests:
             if name in enums:
                 found.append(name)
                 continue
-            for entry in module_entries(rel, name):
+            for entry in module_bindings(rel, name):
                 if isinstance(entry, AssignFact):
                     inner = self._annotation_enum(entry.value, rel, enums, depth - 1)
                     if inner:
                         found.append(inner)
                 elif isinstance(entry, ImportFact) and entry.name:
-                    target = self.index.by_module.get(entry.module)
+                    target = self.interpreter.tables.rel_of(entry.module)
                     if target is not None:
-                        for tentry in module_entries(target, entry.name):
+                        for tentry in module_bindings(target, entry.name):
                             if isinstance(tentry, AssignFact):
                                 inner = self._annotation_enum(tentry.value, target, enums,
                                                               depth - 1)

@@ -162,7 +162,7 @@ class Vocabulary:
         return Resolved(pred, trail), diagnostic
 
     def module_symbol(self, module: str, name: str) -> Value:
-        rel = self.index.by_module.get(module)
+        rel = self._interpreter.tables.rel_of(module)
         if rel is None:
             return UnkV(f"{module} not in tree")
         return self._interpreter.names.lookup(rel, "", name, MODULE_END)

@@ -12,6 +12,9 @@ re-exports ``b`` from ``a.c`` ends at ``a.c``). Module-level aliases whose
 only value is a dotted name (``A = Annotated``, ``Alias = other.Name``) are
 followed too. Where the tree gives no answer the resolver says so (None, or
 an ``unresolved`` Target with the reason) rather than guess by spelling.
+Readers that weigh every binding of a name (the guard interpreter) get them
+all, in a stated order, with their reads recorded (:class:`BindingTables`,
+in :mod:`.bindings`).
 
     names = Names(index)
     names.lookup("sglang.srt.server_args", "ServerArgs")       # -> Binding | None
@@ -20,12 +23,15 @@ an ``unresolved`` Target with the reason) rather than guess by spelling.
     names.qualname(module, ast_node, scope)                    # "typing.Annotated", ...
     names.resolve_path("flashinfer.fp4_quantize")              # -> Target (definition)
     names.resolve_reference(module, scope, "self.run")         # -> Target (a callee, a base)
+    names.bindings("sglang.srt.utils", "is_sm100_supported")   # every binding, in order
     names.find_method(scopes, "Runner", "run")                 # through in-tree bases
 """
 
+from guardscan.names.bindings import STAR_DEPTH, BindingTables, ModuleBinding
 from guardscan.names.model import MAX_PATH_DEPTH, Binding, BindingKind, Target, TargetKind
 from guardscan.names.resolver import MAX_DEPTH, Names
 from guardscan.names.scopes import ModuleScopes, identifier_targets, split_targets
 
-__all__ = ["MAX_DEPTH", "MAX_PATH_DEPTH", "Binding", "BindingKind", "ModuleScopes", "Names",
-           "Target", "TargetKind", "identifier_targets", "split_targets"]
+__all__ = ["MAX_DEPTH", "MAX_PATH_DEPTH", "STAR_DEPTH", "Binding", "BindingKind", "BindingTables",
+           "ModuleBinding", "ModuleScopes", "Names", "Target", "TargetKind", "identifier_targets",
+           "split_targets"]

@@ -22,7 +22,7 @@ MAX_PATH_DEPTH = 24
 
 #: What a name is bound to (see :class:`Binding`).
 BindingKind: TypeAlias = Literal[
-    "assign", "class", "classattr", "function", "module", "param", "external"]
+    "assign", "class", "classattr", "function", "module", "param", "external", "member"]
 
 #: What a dotted reference ends at (see :class:`Target`).
 TargetKind: TypeAlias = Literal[
@@ -42,6 +42,8 @@ class Binding:
     param      ``module``, ``name`` and ``scope`` (the function qualname)
     module     ``name`` (the module's dotted name)
     external   ``name`` (a dotted name outside the tree, or a builtin)
+    member     ``module`` and ``name``: what that in-tree module binds as
+               ``name``, not looked up yet (one step of an import)
     """
 
     kind: BindingKind

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from guardscan.index import Index
 from guardscan.index.extract import dotted
 from guardscan.index.facts import ClassFact, FileFacts, ImportFact
+from guardscan.index.observe import FactsView
+from guardscan.names.bindings import BindingTables, ModuleBinding
 from guardscan.names.lazy import lazy_exports
 from guardscan.names.members import find_method
 from guardscan.names.model import Binding, Target
@@ -59,13 +61,17 @@ class Names:
     def __init__(self, index: Index,
                  build_scopes: Callable[[FileFacts], ModuleScopes] | None = None,
                  unrecorded_locals: Callable[[ModuleScopes, str], frozenset[str]] | None = None,
+                 views: Callable[[str], FactsView | None] | None = None,
                  ) -> None:
         """``build_scopes`` makes a module's scope tables (a stage may keep
         more per module than names need); ``unrecorded_locals`` names what a
         function binds in ways the index does not record (``for`` targets,
         ``with ... as``, ...), so references to them are dynamic, not
-        unresolved."""
+        unresolved; ``views`` gives the recording view of a file that
+        :attr:`tables` reads through (default ``index.view``)."""
         self.index = index
+        #: every binding of a name, per file, reads recorded (see :mod:`.bindings`)
+        self.tables = BindingTables(index, views or index.view)
         self.package = index.tree.package
         self._build_scopes = build_scopes or ModuleScopes.build
         self._scopes: dict[str, ModuleScopes | None] = {}
@@ -141,6 +147,12 @@ class Names:
             return self._follow(lazy.module, lazy.name, depth)
         return None
 
+    def bindings(self, module: str, name: str) -> list[ModuleBinding]:
+        """Every module-level binding of ``name`` in an in-tree module, in the
+        order of :meth:`BindingTables.module_bindings` (no winner picked)."""
+        rel = self.tables.rel_of(module)
+        return self.tables.module_bindings(rel, name) if rel is not None else []
+
     def attribute(self, base: Binding, attr: str) -> Binding | None:
         """``base.attr`` for a module, external or class binding (None for
         the others: their attributes are not modelled)."""
@@ -198,14 +210,11 @@ class Names:
         """Where ``from module import name`` (or ``import module``) leads."""
         if name is None:
             return Binding("module", name=module)
-        full = f"{module}.{name}"
-        if self.index.has_module(full):
-            return Binding("module", name=full)
-        if self.index.has_module(module):
+        step = self.tables.imported(module, name)
+        if step.kind == "member":
             found = self.lookup(module, name, "", depth + 1)
-            if found is not None:
-                return found
-        return Binding("external", name=full)
+            return found if found is not None else Binding("external", name=f"{module}.{name}")
+        return step
 
     def _through_alias(self, binding: Binding, depth: int) -> Binding:
         """``A = Annotated`` / ``Alias = other.Name``: follow a module-level

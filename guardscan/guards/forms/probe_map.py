@@ -83,7 +83,7 @@ def _probe_map_attr(ctx: Interpreter, facts: FactsView, rel: str, getattr_def: F
         if call.func == "getattr" and len(call.args) >= 2:
             module_of_probe = ctx.names.lookup(rel, scope, call.args[0], call.line + 1)
     for name in sorted(names_used):
-        for entry in ctx.tables.module_entries(rel, name):
+        for entry in ctx.tables.module_bindings(rel, name):
             if not isinstance(entry, AssignFact):
                 continue
             node = ctx.parse(entry.value)
@@ -95,7 +95,7 @@ def _probe_map_attr(ctx: Interpreter, facts: FactsView, rel: str, getattr_def: F
                     ctx.stack.trail.append((rel, entry.line + getattr(key, "lineno", 1) - 1))
                     probe_name = val.value
                     if isinstance(module_of_probe, ModuleV):
-                        target = ctx.index.by_module.get(module_of_probe.name)
+                        target = ctx.tables.rel_of(module_of_probe.name)
                         probe = ctx.names.lookup(target, "", probe_name, MODULE_END) if target \
                             else UnkV("probe module outside tree")
                     else:
