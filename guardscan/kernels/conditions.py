@@ -231,11 +231,14 @@ class CapabilityReader:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self._node(node.operand, src, rel, scope, line, names, consts, params)
             return neg(inner) if inner is not None else None
-        if isinstance(node, ast.Compare):
+        # a leaf is read by the guard forms first, as SGLang's guards are; the
+        # kernel reader only for what they leave undecided (a dispatch key a
+        # parameter holds, the ``backend`` option, literal tables, names whose
+        # meaning comes from the callers)
+        read = self._guard(segment(src, node), rel, scope, line)
+        if read is None and isinstance(node, ast.Compare):
             read = self._compare(node, names, consts, params)
-            if read is not None:
-                return read
-        return self._guard(segment(src, node), rel, scope, line)
+        return read
 
     def _compare(self, node: ast.Compare, names: Mapping[str, str],
                  consts: Mapping[str, object], params: frozenset[str]) -> Predicate | None:
