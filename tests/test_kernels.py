@@ -16,17 +16,22 @@ from guardscan.acquire import SourceTree
 from guardscan.arch import Arch, parse_arch, standard_archs
 from guardscan.index import Index
 from guardscan.kernels import KernelFact, KernelLibrary, build_kernel_library
+from guardscan.kernels.conditions import forms_guard
 from guardscan.predicate import Context, Device, Predicate, Tri, Unknown, conj, disj
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def fixture_library(form: str, guard=None) -> KernelLibrary:  # type: ignore[no-untyped-def]
+def fixture_library(form: str, guard=None, forms: bool = False,  # type: ignore[no-untyped-def]
+                    ) -> KernelLibrary:
+    """The fixture's library; ``forms``: conditions read through the guard forms,
+    as a scan reads them (``guard`` injects another reader)."""
     root = FIXTURES / f"kernels_{form}"
     files = tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")))
     tree = SourceTree(root=root, package="flashinfer", version="0.0.0", files=files,
                       origin=str(root))
-    return build_kernel_library(Index(tree), guard=guard)
+    index = Index(tree)
+    return build_kernel_library(index, guard=forms_guard(index) if forms else guard)
 
 
 def facts_of(library: KernelLibrary, function: str, kind: str | None = None) -> list[KernelFact]:
@@ -265,6 +270,29 @@ class TestCheck:
     @pytest.mark.parametrize("function", ["in_handler", "not_about_device"])
     def test_not_a_check(self, function: str) -> None:
         assert facts_of(self.lib, f"{self.M}.{function}") == []
+
+    formed = fixture_library("check", forms=True)
+
+    def test_device_properties_read_by_the_guard_forms(self) -> None:
+        """``props.major != 12`` (FlashInfer's SM12x checks): the device-properties
+        guard form reads it; the kernel reader alone does not."""
+        assert facts_of(self.lib, f"{self.M}.needs_sm12x") == []
+        (fact,) = facts_of(self.formed, f"{self.M}.needs_sm12x", "check")
+        assert (fact.line, fact.text) == (55, "if props.major != 12:")
+        on("sm120 sm121", fact.predicate)
+        assert support(self.formed, f"{self.M}.needs_sm12x", "sm100")[0] is Tri.FALSE
+
+    def test_arch_text_read_by_the_guard_forms(self) -> None:
+        (fact,) = facts_of(self.formed, f"{self.M}.not_on_hopper", "check")
+        assert fact.predicate == Device("sm", "!=", 90)
+        assert support(self.formed, f"{self.M}.not_on_hopper", "sm90")[0] is Tri.FALSE
+
+    @pytest.mark.parametrize("function", ["needs_blackwell", "fp8_on_hopper_only", "asserted",
+                                          "early_return", "needs_sm100a"])
+    def test_forms_keep_what_the_kernel_reader_reads(self, function: str) -> None:
+        """The forms first, the kernel reader for the rest: no fact is lost."""
+        plain = facts_of(self.lib, f"{self.M}.{function}")
+        assert facts_of(self.formed, f"{self.M}.{function}") == plain
 
 
 # -- form 6: re-exports ---------------------------------------------------------------------------

@@ -31,7 +31,9 @@ import ast
 import re
 from collections.abc import Mapping
 
+from guardscan.guards import Vocabulary
 from guardscan.guards.compare import INTEGER_QUANTITIES, scalar_device_compare
+from guardscan.index import Index
 from guardscan.kernels.model import GuardFn
 from guardscan.predicate import (
     And,
@@ -65,6 +67,7 @@ from guardscan.syntax import (
 __all__ = [
     "BACKEND_OPTION",
     "CapabilityReader",
+    "forms_guard",
     "is_capability_getter",
     "quantity_of_value",
 ]
@@ -178,6 +181,21 @@ def compare(quantity: str, op: str, value: object) -> Predicate | None:
         if not membership and isinstance(value, tuple):
             return scalar_device_compare("cap", op, value)
     return None
+
+
+def forms_guard(index: Index) -> GuardFn:
+    """The guard forms (``guards.forms``, through the guards stage's interpreter)
+    as the reader's ``guard``: a condition of the kernel library is read as an
+    SGLang guard is, over the library's own index. The interpreter is built on
+    the first condition read."""
+    vocabulary: list[Vocabulary] = []
+
+    def guard(text: str, rel: str, scope: str, line: int) -> Predicate:
+        if not vocabulary:
+            vocabulary.append(Vocabulary(index))
+        return vocabulary[0].predicate(text, rel, scope, line, report=False).predicate
+
+    return guard
 
 
 class CapabilityReader:
