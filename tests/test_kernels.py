@@ -408,14 +408,20 @@ def test_gencode_predicates() -> None:
 
 
 # -- real releases ------------------------------------------------------------------------------
+def _read_as_a_scan_reads(tree: SourceTree) -> KernelLibrary:
+    """The library with its conditions read by the guard forms, as the judge builds it."""
+    index = Index(tree)
+    return build_kernel_library(index, forms_guard(index))
+
+
 @pytest.fixture(scope="module")
 def fi063(flashinfer_063: SourceTree) -> KernelLibrary:
-    return build_kernel_library(Index(flashinfer_063))
+    return _read_as_a_scan_reads(flashinfer_063)
 
 
 @pytest.fixture(scope="module")
 def fi072(flashinfer_072: SourceTree) -> KernelLibrary:
-    return build_kernel_library(Index(flashinfer_072))
+    return _read_as_a_scan_reads(flashinfer_072)
 
 
 SM120 = Arch(12, 0)
@@ -483,6 +489,16 @@ def test_072_cutlass_moe_and_cudnn_gemm(fi072: KernelLibrary) -> None:
     assert value is not Tri.FALSE
     assert any("gen_cutlass_fused_moe_sm120_module" in e.note for e in chain)
     assert fi072.support("flashinfer.mm_fp4", SM120, backend="cudnn")[0] is Tri.TRUE
+
+
+def test_072_device_properties_check(fi072: KernelLibrary) -> None:
+    """``props = torch.cuda.get_device_properties(device)``; ``if props.major != 12:
+    raise``: read by the device-properties guard form (the kernel reader alone
+    missed it)."""
+    function = "flashinfer.mla._sparse_mla_sm120.cake_dsv41_mixed._device_facts"
+    (fact,) = facts_of(fi072, function, "check")
+    assert fact.text == "if props.major != 12:"
+    on("sm120 sm121", fact.predicate)
 
 
 def test_072_build_is_quick(flashinfer_072: SourceTree) -> None:
