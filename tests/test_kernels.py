@@ -16,17 +16,22 @@ from guardscan.acquire import SourceTree
 from guardscan.arch import Arch, parse_arch, standard_archs
 from guardscan.index import Index
 from guardscan.kernels import KernelFact, KernelLibrary, build_kernel_library
+from guardscan.kernels.conditions import forms_guard
 from guardscan.predicate import Context, Device, Predicate, Tri, Unknown, conj, disj
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def fixture_library(form: str, guard=None) -> KernelLibrary:  # type: ignore[no-untyped-def]
+def fixture_library(form: str, guard=None, forms: bool = False,  # type: ignore[no-untyped-def]
+                    ) -> KernelLibrary:
+    """The fixture's library; ``forms``: conditions read through the guard forms,
+    as a scan reads them (``guard`` injects another reader)."""
     root = FIXTURES / f"kernels_{form}"
     files = tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")))
     tree = SourceTree(root=root, package="flashinfer", version="0.0.0", files=files,
                       origin=str(root))
-    return build_kernel_library(Index(tree), guard=guard)
+    index = Index(tree)
+    return build_kernel_library(index, guard=forms_guard(index) if forms else guard)
 
 
 def facts_of(library: KernelLibrary, function: str, kind: str | None = None) -> list[KernelFact]:
@@ -266,6 +271,29 @@ class TestCheck:
     def test_not_a_check(self, function: str) -> None:
         assert facts_of(self.lib, f"{self.M}.{function}") == []
 
+    formed = fixture_library("check", forms=True)
+
+    def test_device_properties_read_by_the_guard_forms(self) -> None:
+        """``props.major != 12`` (FlashInfer's SM12x checks): the device-properties
+        guard form reads it; the kernel reader alone does not."""
+        assert facts_of(self.lib, f"{self.M}.needs_sm12x") == []
+        (fact,) = facts_of(self.formed, f"{self.M}.needs_sm12x", "check")
+        assert (fact.line, fact.text) == (55, "if props.major != 12:")
+        on("sm120 sm121", fact.predicate)
+        assert support(self.formed, f"{self.M}.needs_sm12x", "sm100")[0] is Tri.FALSE
+
+    def test_arch_text_read_by_the_guard_forms(self) -> None:
+        (fact,) = facts_of(self.formed, f"{self.M}.not_on_hopper", "check")
+        assert fact.predicate == Device("sm", "!=", 90)
+        assert support(self.formed, f"{self.M}.not_on_hopper", "sm90")[0] is Tri.FALSE
+
+    @pytest.mark.parametrize("function", ["needs_blackwell", "fp8_on_hopper_only", "asserted",
+                                          "early_return", "needs_sm100a"])
+    def test_forms_keep_what_the_kernel_reader_reads(self, function: str) -> None:
+        """The forms first, the kernel reader for the rest: no fact is lost."""
+        plain = facts_of(self.lib, f"{self.M}.{function}")
+        assert facts_of(self.formed, f"{self.M}.{function}") == plain
+
 
 # -- form 6: re-exports ---------------------------------------------------------------------------
 class TestExports:
@@ -380,14 +408,20 @@ def test_gencode_predicates() -> None:
 
 
 # -- real releases ------------------------------------------------------------------------------
+def _read_as_a_scan_reads(tree: SourceTree) -> KernelLibrary:
+    """The library with its conditions read by the guard forms, as the judge builds it."""
+    index = Index(tree)
+    return build_kernel_library(index, forms_guard(index))
+
+
 @pytest.fixture(scope="module")
 def fi063(flashinfer_063: SourceTree) -> KernelLibrary:
-    return build_kernel_library(Index(flashinfer_063))
+    return _read_as_a_scan_reads(flashinfer_063)
 
 
 @pytest.fixture(scope="module")
 def fi072(flashinfer_072: SourceTree) -> KernelLibrary:
-    return build_kernel_library(Index(flashinfer_072))
+    return _read_as_a_scan_reads(flashinfer_072)
 
 
 SM120 = Arch(12, 0)
@@ -455,6 +489,16 @@ def test_072_cutlass_moe_and_cudnn_gemm(fi072: KernelLibrary) -> None:
     assert value is not Tri.FALSE
     assert any("gen_cutlass_fused_moe_sm120_module" in e.note for e in chain)
     assert fi072.support("flashinfer.mm_fp4", SM120, backend="cudnn")[0] is Tri.TRUE
+
+
+def test_072_device_properties_check(fi072: KernelLibrary) -> None:
+    """``props = torch.cuda.get_device_properties(device)``; ``if props.major != 12:
+    raise``: read by the device-properties guard form (the kernel reader alone
+    missed it)."""
+    function = "flashinfer.mla._sparse_mla_sm120.cake_dsv41_mixed._device_facts"
+    (fact,) = facts_of(fi072, function, "check")
+    assert fact.text == "if props.major != 12:"
+    on("sm120 sm121", fact.predicate)
 
 
 def test_072_build_is_quick(flashinfer_072: SourceTree) -> None:

@@ -2,8 +2,11 @@
 
 What it recognises
     A ``raise`` reached only under conditions that mention the device
-    (``if major < 10: raise ...``, ``if not is_sm100a_supported(device): raise``
-    through the vocabulary's ``guard``), and an ``assert`` whose test does.
+    (``if major < 10: raise ...``, ``if props.major != 12: raise ...``, ``if
+    not is_sm100a_supported(device): raise``), and an ``assert`` whose test
+    does. The conditions are read by the guard forms, as SGLang's guards are
+    (``conditions.forms_guard``), then by the kernel reader for what depends
+    on the callers (see ``conditions``).
     The fact's predicate is where the raise is *not* reached: the negation of
     the raise's path (``major >= 10``); for an assert, its test (under the
     conditions around it).
@@ -15,8 +18,9 @@ Known limits
     dispatch recogniser; raises inside ``except`` handlers are skipped.
     Conditions mixing the device with other things (``if use_fp8 and major <
     10``) give facts that are UNKNOWN unless the other part is decided, never a
-    wrong FALSE. Without a ``guard``, helper calls such as
-    ``is_sm100a_supported(device)`` are not read and the check is skipped.
+    wrong FALSE. Without the guard forms, helper calls such as
+    ``is_sm100a_supported(device)`` and device properties are not read and the
+    check is skipped.
 Example
     ``major, _ = get_compute_capability(x.device)``; ``if major < 10: raise
     ValueError("needs SM100")`` -> ``capability major >= 10``.

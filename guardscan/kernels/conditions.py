@@ -1,28 +1,36 @@
 """kernels (conditions): the capability conditions kernel-library code tests, as Predicates.
 
 What it recognises
-    Comparisons of a capability-derived value with literals: ``major < 10``,
-    ``get_compute_capability(device)[0] in (10, 11)``, ``cap == (12, 0)``,
-    ``device_arch != "90"`` where ``device_arch = f"{major * 10 + minor}"``,
-    ``backend in ("120", "121")`` where every caller passes such a string, and
-    ``and`` / ``or`` / ``not`` of those. Which local name holds what is read
-    from the scope's assignments (``major, minor = get_compute_capability(d)``,
-    ``cap = torch.cuda.get_device_capability()``, ``sm = major * 10 + minor``)
-    and, for parameters, from the callers (see ``bindings``). A ``backend``
-    parameter compared with non-numeric strings becomes ``OptionIs("backend")``
-    so ``support(..., backend="cudnn")`` can follow that branch.
+    Each leaf of a condition (a comparison, a call, a name; ``and`` / ``or`` /
+    ``not`` are taken apart here) is read first by the guard forms
+    (``guards.forms``, through the guards stage's interpreter: ``forms_guard``),
+    as SGLang's guards are: ``major < 10`` after ``major, minor =
+    get_compute_capability(d)``, ``props.major != 12`` after ``props =
+    torch.cuda.get_device_properties(d)``, ``device_arch != "90"`` after
+    ``device_arch = f"{major * 10 + minor}"``, ``is_sm100a_supported(d)``.
+    What the forms leave undecided is read here, from the scope's bindings
+    (see ``bindings``): a parameter whose meaning comes from its callers
+    (``backend in ("120", "121")`` where every caller passes the SM string,
+    ``major == 9`` in a helper called with the capability), literal tables
+    (``backend not in backend_modules``), and a ``backend`` parameter
+    compared with non-numeric strings, which becomes ``OptionIs("backend")``
+    so ``support(..., backend="cudnn")`` can follow that branch. The same
+    quantity reader (``quantity_of``) tells ``bindings`` what a name holds.
 Why it matters
     These conditions decide which branch of a dispatch runs on which arch, and
     which raises exclude it.
 Known limits
-    Anything else (helpers such as ``is_sm100a_supported(device)``) goes to the
-    vocabulary's ``guard`` callable when one is given, and is ``None`` (not
-    about the device) otherwise, which makes the surrounding fact UNKNOWN
+    Without a ``guard`` (a library built without ``forms_guard``) only the
+    quantity reader runs: capability getters are then recognised by name
+    (``..._capability``), helpers such as ``is_sm100a_supported(device)`` are
+    ``None`` (not about the device), which makes the surrounding fact UNKNOWN
     rather than wrong. Ordering comparisons on capability *strings* are not
     read (``"90" < "100"`` is a string comparison).
 Example
     ``major, minor = get_compute_capability(x.device)`` then ``if major < 10:``
-    reads as ``Device("major", "<", 10)``.
+    reads as ``Device("major", "<", 10)``; ``def get_module(backend): if
+    backend == "103": ...`` called as ``get_module(f"{major}{minor}")`` reads
+    as ``Device("sm", "==", 103)``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ import ast
 import re
 from collections.abc import Mapping
 
+from guardscan.guards import Vocabulary
 from guardscan.guards.compare import INTEGER_QUANTITIES, scalar_device_compare
+from guardscan.index import Index
 from guardscan.kernels.model import GuardFn
 from guardscan.predicate import (
     And,
@@ -65,6 +75,7 @@ from guardscan.syntax import (
 __all__ = [
     "BACKEND_OPTION",
     "CapabilityReader",
+    "forms_guard",
     "is_capability_getter",
     "quantity_of_value",
 ]
@@ -180,6 +191,21 @@ def compare(quantity: str, op: str, value: object) -> Predicate | None:
     return None
 
 
+def forms_guard(index: Index) -> GuardFn:
+    """The guard forms (``guards.forms``, through the guards stage's interpreter)
+    as the reader's ``guard``: a condition of the kernel library is read as an
+    SGLang guard is, over the library's own index. The interpreter is built on
+    the first condition read."""
+    vocabulary: list[Vocabulary] = []
+
+    def guard(text: str, rel: str, scope: str, line: int) -> Predicate:
+        if not vocabulary:
+            vocabulary.append(Vocabulary(index))
+        return vocabulary[0].predicate(text, rel, scope, line, report=False).predicate
+
+    return guard
+
+
 class CapabilityReader:
     """Reads a condition into a Predicate, given what the scope's names hold."""
 
@@ -231,11 +257,14 @@ class CapabilityReader:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self._node(node.operand, src, rel, scope, line, names, consts, params)
             return neg(inner) if inner is not None else None
-        if isinstance(node, ast.Compare):
+        # a leaf is read by the guard forms first, as SGLang's guards are; the
+        # kernel reader only for what they leave undecided (a dispatch key a
+        # parameter holds, the ``backend`` option, literal tables, names whose
+        # meaning comes from the callers)
+        read = self._guard(segment(src, node), rel, scope, line)
+        if read is None and isinstance(node, ast.Compare):
             read = self._compare(node, names, consts, params)
-            if read is not None:
-                return read
-        return self._guard(segment(src, node), rel, scope, line)
+        return read
 
     def _compare(self, node: ast.Compare, names: Mapping[str, str],
                  consts: Mapping[str, object], params: frozenset[str]) -> Predicate | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, cast
 
 from guardscan.arch import Arch
-from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import KernelCall
 from guardscan.messages import diagnostic, internal_error
@@ -49,7 +48,6 @@ class LibraryJudge(KernelJudge):
         self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
         self._answers = answers
         self._library: KernelLibrary | None = None
-        self._vocab: Vocabulary | None = None
         self._replayed = False
         #: ``internal-error`` diagnostics of questions that raised
         self.faults: list[Diagnostic] = []
@@ -59,15 +57,11 @@ class LibraryJudge(KernelJudge):
         """The library's facts, read on the first question the answer cache
         cannot answer (never, when an earlier scan asked them all)."""
         if self._library is None:
+            from guardscan.kernels.conditions import forms_guard
             from guardscan.kernels.library import build_kernel_library
 
-            self._vocab = Vocabulary(self.index)
-            self._library = build_kernel_library(self.index, self._guard)
+            self._library = build_kernel_library(self.index, forms_guard(self.index))
         return self._library
-
-    def _guard(self, text: str, rel: str, scope: str, line: int):  # type: ignore[no-untyped-def]
-        assert self._vocab is not None
-        return self._vocab.predicate(text, rel, scope, line, report=False).predicate
 
     def covers(self, call: KernelCall) -> bool:
         return call.target == self.package or call.target.startswith(self.package + ".")
