@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=1 << 15)
+@functools.lru_cache(maxsize=8_192)  # a bigger cache raised a cold scan's peak by 48 MB
 def parse_expr(text: str) -> ast.expr | None:
     """An expression's tree, from its source text (``None`` if it does not parse).
 
