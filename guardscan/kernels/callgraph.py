@@ -1,4 +1,4 @@
-"""Form 7: the call graph inside the kernel library.
+"""kernels (form 7): the call graph inside the kernel library.
 
 What it recognises
     Calls in each function, resolved by qualified name through the module's

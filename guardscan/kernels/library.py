@@ -1,4 +1,4 @@
-"""The kernel library: facts, re-exports and the call graph of one FlashInfer tree.
+"""kernels (library): the facts, re-exports and call graph of one FlashInfer tree.
 
 ``build_kernel_library(index)`` collects, up front, the facts that a cheap
 text pre-filter can find (decorators, backend requirements, JIT specs);
