@@ -529,6 +529,9 @@ def tree_with(requires: tuple[str, ...]) -> SourceTree:
          "flashinfer-python==0.6.3"),
         (('flashinfer_python==0.2.3; extra == "srt"', 'flashinfer_python==0.5.0; os_name == "nt"'),
          "flashinfer-python==0.5.0"),
+        # a bound under an extra would pair a 2025 release with today's FlashInfer
+        (('flashinfer_python>=0.2.0.post2; extra == "srt"',), None),
+        (('flashinfer_python==0.2.*; extra == "srt"',), None),
         (("torch", "not a requirement !!"), None),
         ((), None),
         (
@@ -619,8 +622,8 @@ def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> 
 
     from guardscan.acquire import acquire
     from guardscan.arch import parse_arch
-    from guardscan.predicate import Tri
     from guardscan.memo.results import KernelAnswers
+    from guardscan.predicate import Tri
 
     root = tmp_path / "lib"
     shutil.copytree(FIXTURES / "kernels_decorator", root)

@@ -31,8 +31,10 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
     ``flashinfer-python==0.7.2``: extras pull in other distributions, and we
     download with --no-deps anyway). A requirement of the plain install wins;
     one only active under an extra (``; extra == "srt"``, how releases before
-    0.5 pulled in their server runtime) is taken when there is no other. None
-    when the tree declares no such requirement.
+    0.5 pulled in their server runtime) is taken when there is no other and it
+    names one version (``==0.2.3``): a bound such as ``>=0.2.0`` under an extra
+    would pair a release with a FlashInfer years newer than the one it ran
+    with. None when the tree declares no such requirement.
     """
     wanted = canonicalize_name(kernel_dist)
     found: list[Requirement] = []
@@ -43,18 +45,28 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
             continue
         if canonicalize_name(req.name) != wanted:
             continue
+        if _under_extra(req) and not _one_version(req):
+            continue
         found.append(req)
     if not found:
         return None
     # An unconditional pin beats one behind a platform marker, which beats one
     # behind an extra.
-    found.sort(key=lambda r: (r.marker is not None,
-                              r.marker is not None and bool(re.search(r"\bextra\b",
-                                                                      str(r.marker)))))
+    found.sort(key=lambda r: (r.marker is not None, _under_extra(r)))
     best = found[0]
     if best.url:
         return f"{wanted} @ {best.url}"
     return f"{wanted}{best.specifier}"
+
+
+def _under_extra(req: Requirement) -> bool:
+    return req.marker is not None and bool(re.search(r"\bextra\b", str(req.marker)))
+
+
+def _one_version(req: Requirement) -> bool:
+    specs = list(req.specifier)
+    return len(specs) == 1 and specs[0].operator in ("==", "===") and \
+        not specs[0].version.endswith("*")
 
 
 def acquire_kernels(
