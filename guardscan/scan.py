@@ -237,7 +237,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     _say(opts, "judging")
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
-    judging = memo.judging(options, opts.quantization) if memo is not None else None
+    judging = memo.judging(options, opts.quantization, links) if memo is not None else None
     faults: list[Diagnostic] = []
     for option in options:
         result.backends.extend(_judge_option(index, links, option, opts, kernel_judge, judging,

@@ -53,7 +53,7 @@ gate reached by a longer path is missed (errs toward unknown/supported);
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from guardscan.arch import Arch, standard_archs
@@ -71,6 +71,7 @@ from guardscan.link import (
 )
 from guardscan.predicate import (
     And,
+    Const,
     Context,
     Not,
     OptionIs,
@@ -79,7 +80,9 @@ from guardscan.predicate import (
     QuantIs,
     Tri,
     atoms,
+    conj,
     mentions_capability,
+    substitute,
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 
@@ -193,11 +196,25 @@ class _Asking(KernelJudge):
 
 
 def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
-                  ) -> dict[str, set[str]]:
+                  links: Links | None = None) -> dict[str, set[str]]:
     """The choices (by option dest) whose verdicts can read one of the
     ``changed`` findings or kernel calls: by the rules of ``judge``, a gate
     counts for the choices it is about, a default, doc or select for its
-    choice, an import gate for every choice, a kernel call for every choice."""
+    choice, an import gate for every choice, a kernel call for every choice;
+    and a choice that sets another option (an alias in ``links``, all of this
+    scan's findings) reads whatever that option's choice reads."""
+    dirty = _dirty_direct(changed, options, quantization)
+    aliases = [f for f in (*(links.findings if links is not None else ()), *changed.findings)
+               if f.kind == FindingKind.ALIAS and f.option and f.choice and len(f.target) == 2]
+    for alias in aliases:
+        dest, value = alias.target
+        if value in dirty.get(dest, ()):
+            dirty.setdefault(str(alias.option), set()).add(str(alias.choice))
+    return dirty
+
+
+def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
+                  ) -> dict[str, set[str]]:
     dirty: dict[str, set[str]] = {}
     options = list(options)
     by_dest = {o.dest: o for o in options}
@@ -237,9 +254,13 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     every judged choice is handed to it to keep."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
+    aliased = _aliased(links, option, findings)
+    findings = [f for f in findings if f.kind != FindingKind.ALIAS]
+    extra = [f for fs in aliased.values() for f in fs]
     global_quant = [f for f in links.findings
                     if f.kind == FindingKind.QUANT_GATE and f.option is None]
-    calls = [c for c in links.kernel_calls if c.option == option.dest]
+    calls = [_carried_scope(c) if quantization is None and c.backends else c
+             for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
     shared = _Shared(option.dest)
     out: list[BackendVerdict] = []
@@ -253,16 +274,41 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             asking = _Asking(kernels)
             saved = index.recorder.open()
             if about is None:
-                about = _about_sets([*findings, *global_quant], option, quantization)
+                about = _about_sets([*findings, *global_quant, *extra], option, quantization)
             try:
-                verdicts = _judge_choice(index, option, choice, findings, global_quant, calls,
-                                         archs, quantization, asking, about, shared)
+                verdicts = _judge_choice(index, option, choice,
+                                         [*findings, *aliased.get(choice, ())], global_quant,
+                                         calls, archs, quantization, asking, about, shared)
             finally:
                 reads = index.recorder.close(saved, merge=False)
             judged = Judged(reads, tuple(asking.asked), verdicts)
         if memo is not None:
             memo.keep(option.dest, choice, judged)
         out.extend(judged.verdicts)
+    return out
+
+
+def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
+             ) -> dict[str, list[Finding]]:
+    """The gates a choice takes on from the options it sets (``alias``
+    findings): each gate of the other option, read with that option holding
+    the value the choice gives it, under the alias's condition, and shown
+    after the line that sets it."""
+    out: dict[str, list[Finding]] = {}
+    for alias in findings:
+        if alias.kind != FindingKind.ALIAS or alias.choice is None or len(alias.target) != 2:
+            continue
+        dest, value = alias.target
+        for gate in links.findings:
+            if gate.option != dest or gate.kind not in (*GATE_KINDS, FindingKind.IMPORT):
+                continue
+            cond = substitute(gate.condition, lambda atom: Const(value in atom.choices) if
+                              isinstance(atom, OptionIs) and atom.option == dest else None)
+            if cond == Const(False):
+                continue
+            out.setdefault(alias.choice, []).append(Finding(
+                gate.kind, gate.rel, gate.line, conj(alias.condition, cond),
+                (*alias.hops, *gate.hops), option=option.dest, text=gate.text))
     return out
 
 
@@ -394,8 +440,11 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
     values = _Values(shared, choice, quantization)
-    # kernel calls that single out this choice (the same on every arch)
-    calls = [c for c in calls if values.specific(c.condition, every)]
+    # kernel calls that single out this choice (the same on every arch): by a
+    # test of the option on their path, or by the string the choice hands them
+    calls = [_for_choice(c, choice) for c in calls
+             if c.backends and choice in dict(c.backends) or not c.backends and values.specific(
+                 c.condition, every)]
     for arch in archs:
         ctx = values.context(arch)
         blocking: list[Evidence] = []
@@ -460,6 +509,22 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
                                   tuple(chain), platform, tuple(sorted(set(conditions)))))
     return out
+
+
+def _carried_scope(call: KernelCall) -> KernelCall:
+    """A call that carries the option's value, judged without ``--quantization``:
+    the choice matters only under a method that makes the call, so the methods
+    that reach it are taken as chosen (``QuantIs`` -> true)."""
+    cond = substitute(call.condition,
+                      lambda atom: Const(True) if isinstance(atom, QuantIs) else None)
+    return replace(call, condition=cond)
+
+
+def _for_choice(call: KernelCall, choice: str) -> KernelCall:
+    """The call as ``choice`` makes it: with the ``backend=`` string it hands over."""
+    if not call.backends:
+        return call
+    return replace(call, backend=dict(call.backends)[choice])
 
 
 def _specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:

@@ -11,10 +11,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from guardscan.guards.values import ConstV, CudaV, DevQ, FuncV, PredV, UnkV, Value, Wrapper
+from guardscan.guards.values import (
+    ChoiceV,
+    ConstV,
+    CudaV,
+    DevQ,
+    FuncV,
+    OptV,
+    PredV,
+    UnkV,
+    Value,
+    Wrapper,
+)
 from guardscan.index.facts import FunctionFact, ReturnFact
 from guardscan.index.observe import FactsView, Read
-from guardscan.predicate import FALSE, Predicate, atoms, conj, disj
+from guardscan.predicate import (
+    FALSE,
+    Const,
+    Context,
+    OptionIs,
+    Predicate,
+    Tri,
+    atoms,
+    conj,
+    disj,
+)
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
@@ -107,6 +128,37 @@ class FunctionCalls:
             self.func_memo[key] = (value, stack.trail_since(state), reads)
         return value
 
+    def _computed_value(self, results: list[tuple[Predicate, Value]]) -> Value | None:
+        """Returns that compute a value rather than a truth (text, a number, the
+        option's value): the one return that is reached, or, where the
+        conditions test one option's value only, what each choice of it gets
+        (a ``ChoiceV``). None for returns of truths, which combine as a guard."""
+        def computed(value: Value) -> bool:
+            return isinstance(value, (OptV, ChoiceV)) or isinstance(value, ConstV) and \
+                value.value is not None and not isinstance(value.value, bool)
+        if not any(computed(v) for _, v in results):
+            return None
+        live = [(c, v) for c, v in results if c != FALSE]
+        if len(live) == 1:
+            return live[0][1]
+        if not all(computed(v) or isinstance(v, ConstV) for _, v in live):
+            return None
+        tests = [a for c, _ in live for a in atoms(c) if not isinstance(a, Const)]
+        dests = {a.option for a in tests if isinstance(a, OptionIs)}
+        if len(dests) != 1 or not all(isinstance(a, OptionIs) for a in tests):
+            return None
+        dest = dests.pop()
+        table = []
+        for choice in self.interpreter.options.dests.get(dest, ()):
+            context = Context(options={dest: choice})
+            taken = next((v for c, v in live if c.evaluate(context) is Tri.TRUE), None)
+            if isinstance(taken, OptV):
+                taken = ConstV(choice) if taken.dest == dest else None
+            elif isinstance(taken, ChoiceV):
+                taken = taken.of(choice) if taken.dest == dest else None
+            table.append((choice, taken if taken is not None else UnkV("no return reached")))
+        return ChoiceV(dest, tuple(table)) if table else None
+
     def _interpret(self, facts: FactsView, rel: str, fdef: FunctionFact,
                    bindings: dict[str, Value]) -> Value:
         facts.note("scope", fdef.qualname)
@@ -121,6 +173,9 @@ class FunctionCalls:
             cond = self.interpreter.names.path_pred(facts, rel, fdef.qualname, ret.path, bindings)
             results.append((cond, value))
         # a raise leaves without a value; the remaining returns decide
+        computed = self._computed_value(results)
+        if computed is not None:
+            return computed
         if all(isinstance(v, (PredV, ConstV)) for _, v in results):
             pred = disj(*(conj(c, self.interpreter.to_pred(v)) for c, v in results))
             if len(atoms(pred)) > MAX_GUARD_ATOMS:

@@ -17,13 +17,16 @@ import ast
 from collections.abc import Callable
 
 from guardscan.guards.calls import FunctionCalls
+from guardscan.guards.choices import ChoiceValues, choice_text
 from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
 from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
+    ChoiceV,
     ClassV,
     ConstV,
+    EnumMemberV,
     ExtV,
     FrozenSlice,
     FuncV,
@@ -66,9 +69,11 @@ class Interpreter:
         self.names = NameLookup(self, self.tables, index, stack)
         self.option_tests = OptionTests(self)
         self.calls = FunctionCalls(self)
+        self.choice_values = ChoiceValues(self)
 
     def clear(self) -> None:
         self.calls.clear()
+        self.choice_values.clear()
         self.tables.clear()
         self.names.clear()
 
@@ -189,8 +194,10 @@ class Interpreter:
             return UnkV(f"{base.qualname}.{attr} not found")
         if isinstance(base, ExtV):
             return ExtV(f"{base.path}.{attr}")
-        if isinstance(base, OptV) and attr == "value":
+        if isinstance(base, (OptV, ChoiceV)) and attr == "value":
             return base
+        if isinstance(base, EnumMemberV) and attr == "value" and len(base.values) == 1:
+            return ConstV(next(iter(base.values)))
         if isinstance(base, UnkV):
             return UnkV(f"attribute .{attr} of unknown ({base.reason})")
         return UnkV(f"attribute .{attr}")
@@ -242,7 +249,8 @@ class Interpreter:
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
                 parts.append(self.value_of(value.value, rel, scope, line, env))
-        formatted = first_value(lambda form: form.formatted(parts))
+        formatted = first_value(lambda form: form.formatted(parts)) or \
+            self.choice_values.formatted(parts)
         if formatted is not None:
             return formatted
         texts = [p for p in parts if isinstance(p, str)]
@@ -322,6 +330,15 @@ class Interpreter:
             option_pred = self.option_tests.compare(left, op, right)
             if option_pred is not None:
                 return option_pred
+        if isinstance(left, ChoiceV) or isinstance(right, ChoiceV):
+            choice_pred = self.option_tests.compare_choices(left, op, right)
+            if choice_pred is not None:
+                return choice_pred
+        left_text, right_text = choice_text(left), choice_text(right)
+        if isinstance(left, EnumMemberV) and left_text is not None and right_text is not None \
+                and op in ("==", "!=", "is", "is not"):
+            same = left_text == right_text
+            return TRUE if same == (op in ("==", "is")) else FALSE
         if isinstance(left, ConstV) and isinstance(right, ConstV):
             try:
                 return TRUE if COMPARE[op](left.value, right.value) else FALSE
@@ -334,7 +351,12 @@ class Interpreter:
         option_test = self.option_tests.call(node, rel, scope, line, env)
         if option_test is not None:
             return option_test
-        callee = self.value_of(node.func, rel, scope, line, env)
+        func = node.func
+        if isinstance(func, ast.Attribute) and self.choice_values.may_be_method(func.attr):
+            computed = self._method_on_value(node, func, rel, scope, line, env)
+            if computed is not None:
+                return computed
+        callee = self.value_of(func, rel, scope, line, env)
         args = [self.value_of(a, rel, scope, line, env) for a in node.args
                 if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env)
@@ -344,8 +366,9 @@ class Interpreter:
         if isinstance(callee, FuncV):
             return self.calls.call_function(callee, args, kwargs)
         if isinstance(callee, ClassV):
-            if callee.qualname in self.options.enum_dests and args and isinstance(args[0], OptV):
-                return args[0]
+            dest = self.options.enum_dests.get(callee.qualname)
+            if dest is not None and len(args) == 1:
+                return self._enum_of(dest, args[0])
             return InstanceV(callee.rel, callee.qualname)
         value = first_value(lambda form: form.call_value(self, callee, args, kwargs))
         if value is not None:
@@ -353,6 +376,37 @@ class Interpreter:
         if isinstance(callee, UnkV):
             return callee
         return UnkV("call of non-function")
+
+    def _method_on_value(self, node: ast.Call, func: ast.Attribute, rel: str, scope: str,
+                         line: int, env: dict[str, Value]) -> Value | None:
+        """``x.m(...)`` where ``x`` is an option's value, or constant text: a
+        string method or the option's enum method, read per choice
+        (``guards.choices``); None for any other call."""
+        base = self.value_of(func.value, rel, scope, line, env)
+        if not isinstance(base, (OptV, ChoiceV, ConstV, EnumMemberV)):
+            return None
+        args = [self.value_of(a, rel, scope, line, env) for a in node.args
+                if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env)
+                  for k in node.keywords if k.arg}
+        if isinstance(base, (OptV, ChoiceV)):
+            value = self.choice_values.enum_method(base, func.attr, args, kwargs)
+            if value is not None:
+                return value
+        return self.choice_values.string_method(base, func.attr, args, kwargs)
+
+    def _enum_of(self, dest: str, arg: Value) -> Value:
+        """``E(x)`` for an enum ``E`` that models option ``dest``. A member made
+        from the option's value, or from a value not known here (a setter's
+        argument: ``FP4_BACKEND = Fp4GemmRunnerBackend(backend)``), is read as the
+        option's value, as an ``E``-typed value is everywhere else (enum
+        predicate methods); a constant gives that member."""
+        if isinstance(arg, (OptV, ChoiceV)):
+            return arg
+        text = choice_text(arg)
+        if text is not None:
+            return EnumMemberV(frozenset({text}))
+        return OptV(dest)
 
     def _external_call(self, path: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Calls of names outside the tree, recognised by qualified name."""

@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING
 from guardscan.guards.forms import BUILTIN_NAMES
 from guardscan.guards.stack import MODULE_END, EvaluationStack
 from guardscan.guards.values import (
+    ChoiceV,
     ClassV,
     ConstV,
+    EnumMemberV,
     ExtV,
     FuncV,
     InstanceV,
     ModuleV,
+    OptV,
     PredV,
     UnkV,
     Value,
@@ -142,6 +145,10 @@ class NameLookup:
                       line: int) -> Value | None:
         if not scope:
             return None
+        by_qualname, by_scope = self.tables.functions(facts)
+        facts.note("func", scope)  # its parameters and ``global`` names
+        if any(name in func.globals for func in by_qualname.get(scope, ())):
+            return None  # the module's binding, which this function also sets
         candidates = sorted(
             (a for a in self.tables.scope_assigns(facts, scope).get(name, ())
              if a.line < line),
@@ -168,8 +175,6 @@ class NameLookup:
                              for g, v in zip(group, values)]
                     return PredV(disj(*parts))
             return self.assign_value(rel, best, name)
-        by_qualname, by_scope = self.tables.functions(facts)
-        facts.note("func", scope)  # its parameters
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
             return UnkV(f"parameter {name}")
@@ -227,6 +232,9 @@ class NameLookup:
         unconditional = [v for p, v in values if not p]
         if len(values) == 1:
             return values[0][1]
+        option_value = self._option_global([v for _, v in values])
+        if option_value is not None:
+            return option_value
         predicates = [(p, v.pred) for p, v in values if isinstance(v, PredV)]
         if len(predicates) == len(values):
             parts = [conj(self.path_pred(facts, rel, "", path), pred)
@@ -235,6 +243,28 @@ class NameLookup:
         if unconditional:
             return unconditional[-1]
         return UnkV(f"{name} is bound under conditions")
+
+    def _option_global(self, values: list[Value]) -> Value | None:
+        """A module global that a setter fills with an option's value at start-up
+        (``FP4_BACKEND = Fp4GemmRunnerBackend(server_args.fp4_gemm_runner_backend)``),
+        its other bindings being placeholders (``None``) or choices of that
+        option (a getter's fallback default): the option's value."""
+        options = [v for v in values if isinstance(v, (OptV, ChoiceV))]
+        if not options or len({v.dest for v in options}) != 1:
+            return None
+        dest = options[0].dest
+        choices = set(self.interpreter.options.dests.get(dest, ()))
+        for value in values:
+            if isinstance(value, (OptV, ChoiceV)):
+                continue
+            if isinstance(value, ConstV) and value.value is None:
+                continue
+            if isinstance(value, EnumMemberV) and value.values <= choices:
+                continue
+            if isinstance(value, ConstV) and value.value in choices:
+                continue
+            return None
+        return options[-1]
 
     def import_value(self, module: str, name: str | None, rel: str, line: int) -> Value:
         self.stack.trail.append((rel, line))

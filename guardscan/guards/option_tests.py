@@ -14,7 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from guardscan.guards.values import ClassV, ConstV, EnumMemberV, FuncV, OptV, PredV, UnkV, Value
+from guardscan.guards.values import (
+    ChoiceV,
+    ClassV,
+    ConstV,
+    EnumMemberV,
+    FuncV,
+    OptV,
+    PredV,
+    UnkV,
+    Value,
+)
 from guardscan.index.facts import AssignFact, ImportFact
 from guardscan.predicate import OptionIs, Predicate, QuantIs, neg
 from guardscan.syntax import parse_expr, unparse
@@ -32,7 +42,8 @@ class OptionModel:
     ``dests``: option dest -> its choices; ``enum_predicates``: method name ->
     (dest, values) for enum predicate methods (``is_flashinfer_trtllm``);
     ``enum_members``: "Enum.MEMBER" -> value; ``enum_dests``: enum class name -> dest;
-    ``quantization``: the quantization option's dest, if any.
+    ``quantization``: the quantization option's dest, if any; ``dest_enums``:
+    dest -> the enum classes that model it, where their methods are read.
     """
 
     dests: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -42,6 +53,10 @@ class OptionModel:
     enum_members: dict[str, str] = field(default_factory=dict)
     enum_dests: dict[str, str] = field(default_factory=dict)
     quantization: str | None = None
+    #: dest -> [(rel, class qualname in its file)] of the enums that model it
+    dest_enums: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: names of the functions those enum classes define (methods read per choice)
+    enum_methods: set[str] = field(default_factory=set)
 
 
 class OptionTests:
@@ -79,6 +94,26 @@ class OptionTests:
             pred = self.option_is(left.dest, values)
             return neg(pred) if op in ("!=", "is not", "not in") else pred
         return None
+
+    def compare_choices(self, left: Value, op: str, right: Value) -> Predicate | None:
+        """A value computed from the option (``ChoiceV``) compared with a
+        constant: the option holds one of the choices for which the comparison
+        is true. None when some choice's value can't be compared here."""
+        choice, other = (left, right) if isinstance(left, ChoiceV) else (right, left)
+        if not isinstance(choice, ChoiceV) or op not in _EQUALITY or (
+                choice is right and op in ("in", "not in")):
+            return None
+        wanted = _string_set(other)
+        if wanted is None:
+            return None
+        holds = set()
+        for name, value in choice.table:
+            texts = _string_set(value)
+            if texts is None or len(texts) != 1:
+                return None
+            if (next(iter(texts)) in wanted) == (op in ("==", "is", "in")):
+                holds.add(name)
+        return self.option_is(choice.dest, frozenset(holds))
 
     def call(self, node: ast.Call, rel: str, scope: str, line: int,
              env: dict[str, Value]) -> Value | None:
@@ -223,6 +258,9 @@ class OptionTests:
                                     found.append(inner)
         distinct = set(found)
         return found[0] if len(distinct) == 1 else None
+
+
+_EQUALITY = ("==", "!=", "is", "is not", "in", "not in")
 
 
 def _string_set(value: Value) -> frozenset[str] | None:

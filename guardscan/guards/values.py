@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from guardscan.predicate import Predicate
 
 __all__ = [
-    "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
+    "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
     "InstanceV", "MajorTimesTen", "ModuleV", "Opaque", "OptV", "PlatformV", "PredV", "UnkV",
     "Value", "Wrapper", "freeze",
 ]
@@ -128,6 +128,28 @@ class EnumMemberV:
 
 
 @dataclass(frozen=True)
+class ChoiceV:
+    """A value computed from a backend option's value (``backend.removeprefix(
+    "flashinfer_")``, an enum method, an f-string): what it comes to for each
+    choice of the option, found by interpreting the computation once per choice
+    (``guards.choices``). Choices missing from ``table`` are undecided."""
+
+    dest: str
+    table: tuple[tuple[str, Value], ...]
+
+    def of(self, choice: str) -> Value | None:
+        for name, value in self.table:
+            if name == choice:
+                return value
+        return None
+
+    def strings(self) -> tuple[tuple[str, str], ...]:
+        """(choice, text) for the choices whose value is a string."""
+        return tuple((c, v.value) for c, v in self.table
+                     if isinstance(v, ConstV) and isinstance(v.value, str))
+
+
+@dataclass(frozen=True)
 class ExtV:
     """A name from outside the tree (``torch.cuda...``, ``functools.partial``,
     builtins), known only by its qualified name: never imported."""
@@ -183,4 +205,4 @@ class Wrapper:
 
 #: Every value the interpreter produces.
 Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
-         | EnumMemberV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)
+         | EnumMemberV | ChoiceV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)

@@ -26,7 +26,7 @@ _Answer = TypeVar("_Answer", bound=Hashable)
 __all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "store_pickle"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "8"
+FACTS_VERSION = "9"
 
 #: Below this many files to parse, a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 64

@@ -307,6 +307,7 @@ class _Extractor:
                 scope=scope,
                 annotations=tuple((a.arg, self.text(a.annotation, 200))
                                   for a in [*positional, *args.kwonlyargs] if a.annotation),
+                globals=_declared_globals(node.body),
             )
         )
         self.block(node.body, qualname, ())
@@ -381,6 +382,21 @@ class _Extractor:
             returns=tuple(self.returns),
             cond_scope=tuple(self.cond_scope),
         )
+
+
+def _declared_globals(body: list[ast.stmt]) -> tuple[str, ...]:
+    """The names a function body declares ``global``, in its own statements
+    and the blocks nested in them (not in nested functions or classes)."""
+    names: list[str] = []
+    todo = list(body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, ast.Global):
+            names.extend(stmt.names)
+        elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                todo.extend(s for s in getattr(stmt, name, ()) if isinstance(s, ast.AST))
+    return tuple(sorted(set(names)))
 
 
 _AUG = {ast.Add: "+", ast.Sub: "-", ast.BitOr: "|", ast.BitAnd: "&", ast.Mult: "*"}

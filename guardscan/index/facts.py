@@ -71,6 +71,9 @@ class FunctionFact(NamedTuple):
     path: CondPath = ()
     scope: str = ""
     annotations: tuple[tuple[str, str], ...] = ()  # (param, annotation text)
+    #: names its body declares ``global``: its assignments to them set the
+    #: module's binding (a setter), they bind no local
+    globals: tuple[str, ...] = ()
 
 
 class ClassFact(NamedTuple):

@@ -248,6 +248,8 @@ def _keys_of(fact: Any, kind: str) -> Iterable[tuple[Any, ...]]:
     if isinstance(fact, FunctionFact):
         yield ("func", fact.qualname)
         yield ("cls", fact.cls)
+        for name in fact.globals:  # it assigns the module's binding of the name
+            yield ("name", name)
     elif isinstance(fact, ClassFact):
         yield ("class", fact.qualname)
     if scope:

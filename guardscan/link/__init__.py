@@ -27,6 +27,10 @@ atoms). The kinds, one recogniser each:
   (``'flashinfer_deepgemm' (Hopper SM90 only; ...)``). Weak evidence: shown in
   the chain, never deciding a verdict, and checked against the code
   (``doc-drift`` diagnostics).
+- ``alias``: code run for a choice sets another option
+  (``if cfg.moe_runner_backend == "megamoe": declare_resolution(...,
+  moe_a2a_backend="megamoe")``): the choice also stands or falls with that
+  option's choice, whose gates the verdict applies to it.
 - ``kernel-call``: a call into the kernel library from the choice's code, for
   the kernels stage to judge.
 

@@ -30,6 +30,8 @@ class EnumModel(Protocol):
     @property
     def qualname(self) -> str: ...
     @property
+    def rel(self) -> str: ...
+    @property
     def members(self) -> Sequence[tuple[str, str]]: ...
     @property
     def predicates(self) -> Sequence[tuple[str, frozenset[str]]]: ...
@@ -58,6 +60,8 @@ def option_model(options: Iterable[OptionInfo], enums: Iterable[EnumModel],
             continue
         model.enum_dests[short] = primary
         model.enum_dests[qualname] = primary
+        for dest in dests:
+            model.dest_enums.setdefault(dest, []).append((str(enum.rel), short))
         for member, value in enum.members:
             model.enum_members[f"{short}.{member}"] = value
     return model

@@ -13,15 +13,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from guardscan.guards import ClassV, ConstV, EnumMemberV, ExtV, FuncV, Vocabulary
+from guardscan.guards import (
+    ChoiceV,
+    ClassV,
+    ConstV,
+    EnumMemberV,
+    ExtV,
+    FuncV,
+    OptV,
+    Value,
+    Vocabulary,
+)
 from guardscan.index.facts import CallFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
 from guardscan.predicate import (
     Const,
+    Context,
+    OptionIs,
     Predicate,
     QuantIs,
+    Tri,
     atoms,
     conj,
     mentions_device,
@@ -31,7 +44,7 @@ from guardscan.syntax import parse_expr
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
 
-__all__ = ["FOLLOW_DEPTH", "Gates", "literal_backend"]
+__all__ = ["FOLLOW_DEPTH", "Gates", "backend_argument", "backend_choices", "literal_backend"]
 
 #: How many calls away from a choice's own code a gate still counts.
 FOLLOW_DEPTH = 2
@@ -61,6 +74,42 @@ class Gates:
                 ctx.links.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
                                                   text=text))
         self.scan_defaults(facts)
+        self.scan_carried_backends(facts)
+
+    def _choices(self) -> dict[str, tuple[str, ...]]:
+        return {o.dest: o.choices for o in self.ctx.options}
+
+    def scan_carried_backends(self, facts: FactsView) -> None:
+        """Calls into the kernel library whose ``backend=`` argument is computed
+        from an option's value (``mm_fp4(..., backend=backend)`` after
+        ``backend = get_fp4_gemm_runner_backend().get_flashinfer_backend()``):
+        whatever the path, each choice makes that call with its own string, so
+        the call belongs to every choice, judged per choice."""
+        ctx = self.ctx
+        choices = self._choices()
+        for call in facts.calls:
+            if not any(name == "backend" for name, _ in call.kwargs):
+                continue
+            if parse_expr(call.func) is None:
+                continue
+            callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
+            if not (isinstance(callee, ExtV) and callee.path.split(".")[0] in
+                    ctx.kernel_packages):
+                continue
+            carried = backend_choices(backend_argument(ctx.vocab, facts, call), choices)
+            if carried is None:
+                continue
+            dest, strings = carried
+            cond = ctx.conditions.path(facts, call.path, call.scope)
+            scope_cond = ctx.quant.condition(facts.rel, call.scope)
+            if any(isinstance(a, QuantIs) for a in atoms(scope_cond)):
+                cond = conj(scope_cond, cond)
+            hop = Hop(facts.rel, call.line, HopRole.LINK,
+                      f"backend= carries {dest}: " + ", ".join(
+                          f"{c} -> {s!r}" for c, s in strings if c != s)[:200])
+            ctx.links.kernel_calls.append(KernelCall(
+                dest, cond, callee.path, facts.rel, call.line, (hop,), None, owned=True,
+                backends=strings))
 
     def scan_defaults(self, facts: FactsView) -> None:
         dests = self.ctx.dests
@@ -89,6 +138,7 @@ class Gates:
         else:
             return
         cond = ctx.conditions.path(facts, path, scope)
+        self._alias(facts, line, path, scope, dest, choices, cond)
         if not mentions_device(cond):
             return
         for choice in sorted(choices):
@@ -96,6 +146,33 @@ class Gates:
                 FindingKind.DEFAULT, facts.rel, line, cond,
                 tuple(ctx.conditions.guard_hops(facts, path, scope)),
                 choice=choice, option=dest, text=facts.rel))
+
+    def _alias(self, facts: FactsView, line: int, path: tuple[int, ...], scope: str, dest: str,
+               values: set[str], cond: Predicate) -> None:
+        """``dest`` set to one value where the path holds only for some choices
+        of another option (a hook rewriting one option from another): those
+        choices imply ``dest`` has that value. A path that also depends on
+        anything else (the device, the model, ``dest`` itself) is not an alias."""
+        ctx = self.ctx
+        if len(values) != 1:
+            return
+        value = next(iter(values))
+        sources = sorted({a.option for a in option_atoms(cond)
+                          if a.option != dest and a.option in ctx.dests})
+        by_dest = {o.dest: o for o in ctx.options}
+        if len(sources) != 1 or value not in by_dest[dest].choices:
+            return
+        source = sources[0]
+        for choice in by_dest[source].choices:
+            if cond.evaluate(Context(options={source: choice})) is not Tri.TRUE:
+                continue
+            hops = (Hop(facts.rel, line, HopRole.LINK,
+                        f"{source} == {choice} sets {dest} to {value}"),)
+            ctx.links.findings.append(Finding(
+                FindingKind.ALIAS, facts.rel, line, conj(OptionIs(source, frozenset({choice})),
+                                                           cond),
+                hops, choice=choice, option=source, text=f"{dest} = {value}",
+                target=(dest, value)))
 
     def follow_region_calls(self, rel: str) -> None:
         """Calls whose path holds an option test: follow them into their callees."""
@@ -163,9 +240,13 @@ class Gates:
         callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
         hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
         if isinstance(callee, ExtV):
+            backend = backend_argument(ctx.vocab, facts, call)
+            carried = backend_choices(backend, self._choices())
             ctx.links.kernel_calls.append(KernelCall(
                 dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
-                literal_backend(ctx.vocab, facts, call), owned=owned))
+                backend.value if isinstance(backend, ConstV) and isinstance(
+                    backend.value, str) else None, owned=owned,
+                backends=carried[1] if carried is not None and carried[0] == dest else ()))
             return
         target: tuple[str, str] | None = None
         if isinstance(callee, FuncV):
@@ -193,11 +274,27 @@ class Gates:
 
 def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:
     """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
+    value = backend_argument(vocab, facts, call)
+    return value.value if isinstance(value, ConstV) and isinstance(value.value, str) else None
+
+
+def backend_argument(vocab: Vocabulary, facts: FactsView, call: CallFact) -> Value | None:
+    """The value of a call's ``backend=`` argument (None: it has none)."""
     for name, text in call.kwargs:
         if name == "backend":
             if parse_expr(text) is None:
                 return None
-            value = vocab.value(text, facts.rel, call.scope, call.line)
-            return value.value if isinstance(value, ConstV) and isinstance(
-                value.value, str) else None
+            return vocab.value(text, facts.rel, call.scope, call.line)
+    return None
+
+
+def backend_choices(value: Value | None, choices: dict[str, tuple[str, ...]],
+                    ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """(dest, (choice, string)...) when a ``backend=`` value is computed from an
+    option's value (``backend.removeprefix("flashinfer_")``, or the value itself)."""
+    if isinstance(value, OptV) and value.dest in choices:
+        return value.dest, tuple((c, c) for c in choices[value.dest])
+    if isinstance(value, ChoiceV) and value.dest in choices:
+        strings = value.strings()
+        return (value.dest, strings) if strings else None
     return None

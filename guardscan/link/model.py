@@ -30,6 +30,7 @@ class FindingKind(str, enum.Enum):
     QUANT_GATE = "quant-gate"
     IMPORT = "import"
     DOC = "doc"
+    ALIAS = "alias"
 
     # equal to its value as a str, so hashed and printed as one: a plain
     # "gate" (a test's, or an older cache's) finds the same dict entries
@@ -101,6 +102,8 @@ class Finding:
     choice: str | None = None  # for defaults: the choice assigned
     option: str | None = None  # the dest this finding is about (None: any)
     text: str = ""
+    #: for aliases: (dest, choice) the choice sets another option to
+    target: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,10 @@ class KernelCall:
     #: found in code that exists for the choice (its module, a function registered
     #: for it, or what those call), not merely under a test of the option
     owned: bool = False
+    #: a ``backend=`` argument computed from the option's value: (choice, the
+    #: string that choice hands the kernel library), e.g. ("flashinfer_trtllm",
+    #: "trtllm"); the verdict judges each choice's call with its own string
+    backends: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

@@ -14,13 +14,19 @@ from typing import TYPE_CHECKING
 
 from guardscan.link.gates import FOLLOW_DEPTH
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole
-from guardscan.predicate import OptionIs, Predicate, conj, mentions_device
+from guardscan.predicate import OptionIs, Predicate, conj, mentions_device, substitute
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
 
 __all__ = ["RegisteredRegions", "dest_tokens"]
+
+
+def _renamed(region: Predicate, dest: str, twin: str) -> Predicate:
+    """``region`` with its tests of option ``dest`` read as tests of ``twin``."""
+    return substitute(region, lambda atom: OptionIs(twin, atom.choices) if isinstance(
+        atom, OptionIs) and atom.option == dest else None)
 
 
 def dest_tokens(dest: str) -> set[str]:
@@ -71,9 +77,25 @@ class RegisteredRegions:
                 defaults = {o.dest: (o.default or "").strip("\"'") for o in self.ctx.options}
                 owners = [p for p in pairs if defaults.get(p[0]) != p[1]] or pairs
                 for dest, choice, qualname, line in pairs:
-                    found.append((dest, choice, qualname, line, region,
-                                  (dest, choice, qualname, line) in owners))
+                    owned = (dest, choice, qualname, line) in owners
+                    found.append((dest, choice, qualname, line, region, owned))
+                    for twin in self.twins(dest):
+                        found.append((twin, choice, qualname, line,
+                                      _renamed(region, dest, twin), owned))
         return found
+
+    def twins(self, dest: str) -> list[str]:
+        """Options that pick from the same set of choices as ``dest``
+        (``--prefill-attention-backend`` beside ``--attention-backend``,
+        ``--speculative-moe-runner-backend`` beside ``--moe-runner-backend``):
+        a registry keyed by the value serves each of them, so a function
+        registered for a choice runs for the choice whichever of them names it."""
+        by_dest = {o.dest: o for o in self.ctx.options}
+        own = by_dest.get(dest)
+        if own is None or len(own.choices) < 2:
+            return []
+        return [o.dest for o in self.ctx.options
+                if o.dest != dest and set(o.choices) == set(own.choices)]
 
     def _registered(self, choice: str, name: str, path_tokens: set[str], qualname: str,
                     line: int) -> list[tuple[str, str, str, int]]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
 from guardscan.index.observe import Read
+from guardscan.link import Links
 from guardscan.link.units import Units
 from guardscan.memo.link_units import RecordingUnits
 from guardscan.memo.records import Changes, LinkRecord
@@ -151,13 +152,15 @@ class ScanMemo:
             self.results.store_links(record, background=self.reanalysis)
         return units.replayed, units.ran
 
-    def judging(self, options: Iterable[OptionInfo], quantization: str | None) -> StoredJudging:
+    def judging(self, options: Iterable[OptionInfo], quantization: str | None,
+                links: Links | None = None) -> StoredJudging:
         """The store of judged choices for this scan: the earlier scan's that
-        no changed finding or kernel call can touch are given back."""
+        no changed finding or kernel call can touch (``links``: this scan's
+        findings, for the choices that set other options) are given back."""
         changed = self._units.changed if self._units is not None else None
         prior = self.results.prior_judged() if self._changes is not None and \
             changed is not None else None
-        dirty = dirty_choices(changed, options, quantization) \
+        dirty = dirty_choices(changed, options, quantization, links) \
             if prior is not None and changed is not None else {}
         self._judging = StoredJudging(prior, dirty, self._changes if prior is not None else None)
         if self._units is not None:

@@ -6,8 +6,9 @@ conditions) needs all of them instead; :class:`BindingTables` gives them,
 per file:
 
 ``module_bindings(rel, name)``
-    the module-level bindings of ``name``: assignments, then functions, then
-    classes, then imports, each in file order;
+    the module-level bindings of ``name``: assignments (with those of
+    functions that declare it ``global``), then functions, then classes, then
+    imports, each in file order;
 ``scope_assigns`` / ``scope_imports`` / ``functions``
     what a function scope binds, for local lookups (the caller picks among
     them by line);
@@ -113,7 +114,11 @@ class BindingTables:
         if view is None:
             return []
         view.note("name", name)
-        return self._module_table(rel, view).get(name, [])
+        entries = self._module_table(rel, view).get(name, [])
+        for entry in entries:
+            if entry.scope:  # a setter's assignment: what else its function binds matters
+                view.note("scope", entry.scope)
+        return entries
 
     def _module_table(self, rel: str, view: FactsView) -> dict[str, list[ModuleBinding]]:
         cached = self._module.get(rel)
@@ -127,6 +132,17 @@ class BindingTables:
             for target in assign.targets:
                 for name in target_names(target):
                     table.setdefault(name, []).append(assign)
+        # functions that declare a name ``global`` assign the module's binding
+        setters = {f.qualname: set(f.globals) for f in facts.functions if f.globals}
+        if setters:
+            for assign in facts.assigns:
+                declared = setters.get(assign.scope)
+                if not declared:
+                    continue
+                for target in assign.targets:
+                    for name in target_names(target):
+                        if name in declared:
+                            table.setdefault(name, []).append(assign)
         for func in facts.functions:
             if not func.scope:
                 table.setdefault(func.name, []).append(func)
