@@ -161,8 +161,9 @@ def test_agreement_is_reported(pair_answers: list[Answer],
     assert not missing, "guardscan gave no verdict for:\n" + "\n".join(map(_show, missing))
     agree = sum(a.agrees for a in pair_answers)
     total = len(pair_answers)
-    lines = [f"sglang {pair.sglang} + flashinfer {pair.flashinfer}: agreement "
-             f"{agree}/{total} = {agree / total:.1%}"]
+    head = (f"sglang {pair.sglang} + flashinfer {pair.flashinfer}: agreement "
+            f"{agree}/{total} = {agree / total:.1%}")
+    lines = [head]
     lines += [f"  differs: {a.case.label()}: truth {a.case.verdict}, guardscan {a.verdict}"
               for a in pair_answers if not a.agrees]
     report = "\n".join(lines)

@@ -91,7 +91,7 @@ def load_pair(path: Path) -> list[Case]:
 
 @cache
 def _analysis(sglang: str, quantization: str | None,
-              cache_dir: str) -> tuple[dict[tuple[str, str, str], Any], tuple[tuple[str, str], ...]]:
+              cache_dir: str) -> tuple[dict[tuple[str, str, str], Any], tuple[tuple[str, str | None], ...]]:
     from guardscan.arch import parse_arch
     from guardscan.scan import ScanOptions, analyse
 
@@ -103,7 +103,7 @@ def _analysis(sglang: str, quantization: str | None,
     return table, kernels
 
 
-def paired_kernels(case: Case, cache_dir: Path) -> tuple[tuple[str, str], ...]:
+def paired_kernels(case: Case, cache_dir: Path) -> tuple[tuple[str, str | None], ...]:
     """The kernel libraries guardscan paired with the case's release."""
     return _analysis(case.sglang, case.quantization, str(cache_dir))[1]
 
