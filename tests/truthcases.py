@@ -1,0 +1,124 @@
+"""Hand-checked truth files (``tests/truth/*.json``) and guardscan's answers
+to them, shared by ``tests/test_truth.py`` and ``scripts/truth.py``.
+
+Each file holds one SGLang release paired with the FlashInfer it pins, and
+cases labelled by reading that source by hand: option, choice, arch,
+``--quantization`` (or null), the verdict the source gives, the verdicts a
+tool may give and still agree (``accept``), the reason and the deciding
+``file:line``s (relative to the wheel root: ``sglang/...``,
+``flashinfer/...``). guardscan is run once per distinct quantization value
+in a file, on the four archs the files use, kernels on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+TRUTH_DIR = Path(__file__).resolve().parent / "truth"
+ARCHS = ("sm80", "sm90", "sm100", "sm120")
+VERDICTS = ("blocked", "unsupported", "supported", "unknown")
+UNSAFE = frozenset({"blocked", "unsupported"})
+SAFE = frozenset({"supported", "unknown"})
+
+__all__ = ["ARCHS", "SAFE", "TRUTH_DIR", "UNSAFE", "VERDICTS", "Answer", "Case", "answers",
+           "load_pair", "load_raw", "pair_files", "paired_kernels"]
+
+
+@dataclass(frozen=True)
+class Case:
+    sglang: str
+    flashinfer: str
+    option: str
+    choice: str
+    arch: str
+    quantization: str | None
+    verdict: str
+    accept: tuple[str, ...]
+    reason: str
+    where: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.option, self.choice, self.arch)
+
+    def label(self) -> str:
+        quant = self.quantization or "-"
+        return f"{self.option} {self.choice} {self.arch} q={quant}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """guardscan's verdict on one case, with its last evidence line."""
+
+    case: Case
+    verdict: str  # "" when guardscan reported nothing for the case
+    last_evidence: str
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdict in self.case.accept
+
+    @property
+    def called_safe_wrongly(self) -> bool:
+        return self.case.verdict in UNSAFE and self.verdict in SAFE
+
+    @property
+    def called_unsafe_wrongly(self) -> bool:
+        return self.case.verdict == "supported" and self.verdict in UNSAFE
+
+
+def pair_files() -> list[Path]:
+    return sorted(TRUTH_DIR.glob("sglang-*.json"))
+
+
+def load_raw(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def load_pair(path: Path) -> list[Case]:
+    data = load_raw(path)
+    return [Case(sglang=data["sglang"], flashinfer=data["flashinfer"], option=c["option"],
+                 choice=c["choice"], arch=c["arch"], quantization=c["quantization"],
+                 verdict=c["verdict"], accept=tuple(c["accept"]), reason=c["reason"],
+                 where=tuple(c["where"]))
+            for c in data["cases"]]
+
+
+@cache
+def _analysis(sglang: str, quantization: str | None,
+              cache_dir: str) -> tuple[dict[tuple[str, str, str], Any], tuple[tuple[str, str | None], ...]]:
+    from guardscan.arch import parse_arch
+    from guardscan.scan import ScanOptions, analyse
+
+    analysis = analyse(ScanOptions(
+        target=f"sglang=={sglang}", archs=[parse_arch(a) for a in ARCHS],
+        quantization=quantization, kernels=True, cache_dir=Path(cache_dir)))
+    table = {(b.option, b.choice, b.arch): b for b in analysis.result.backends}
+    kernels = tuple((k.package, k.version) for k in analysis.result.kernels)
+    return table, kernels
+
+
+def paired_kernels(case: Case, cache_dir: Path) -> tuple[tuple[str, str | None], ...]:
+    """The kernel libraries guardscan paired with the case's release."""
+    return _analysis(case.sglang, case.quantization, str(cache_dir))[1]
+
+
+def answers(cases: list[Case], cache_dir: Path) -> list[Answer]:
+    """Run guardscan once per (release, quantization) and answer every case."""
+    out = []
+    for case in cases:
+        table = _analysis(case.sglang, case.quantization, str(cache_dir))[0]
+        backend = table.get(case.key)
+        if backend is None:
+            out.append(Answer(case, "", "(guardscan reported no verdict for this case)"))
+            continue
+        last = backend.evidence[-1] if backend.evidence else None
+        text = (f"[{last.role}] {last.path}:{last.line} {last.text}" if last is not None
+                else "(no evidence)")
+        out.append(Answer(case, backend.verdict.value, text))
+    return out
