@@ -19,6 +19,7 @@ from guardscan.guards.option_tests import OptionModel
 from guardscan.guards.questions import Answer, QueryKey, Resolved, looks_like_arch_guard
 from guardscan.guards.stack import MAX_DEPTH
 from guardscan.guards.values import (
+    AltV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -44,7 +45,7 @@ from guardscan.guards.values import (
 from guardscan.guards.vocabulary import Vocabulary
 
 __all__ = [
-    "MAX_DEPTH", "REGISTRY", "Answer", "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV",
+    "MAX_DEPTH", "REGISTRY", "AltV", "Answer", "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV",
     "ExtV", "FormValue", "FrozenSlice", "FuncV", "GuardForm", "InstanceV", "MajorTimesTen",
     "ModuleV", "Opaque", "OptV", "OptionModel", "PlatformV", "PredV", "QueryKey", "Resolved",
     "UnkV", "Value", "Vocabulary", "Wrapper", "freeze", "looks_like_arch_guard", "on_nvidia",

@@ -18,11 +18,13 @@ from collections.abc import Callable
 
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.choices import ChoiceValues, choice_text
+from guardscan.guards.instance_attrs import InstanceAttributes
 from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
 from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
+    AltV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -70,10 +72,12 @@ class Interpreter:
         self.option_tests = OptionTests(self)
         self.calls = FunctionCalls(self)
         self.choice_values = ChoiceValues(self)
+        self.instance_attrs = InstanceAttributes(self)
 
     def clear(self) -> None:
         self.calls.clear()
         self.choice_values.clear()
+        self.instance_attrs.clear()
         self.tables.clear()
         self.names.clear()
 
@@ -97,6 +101,8 @@ class Interpreter:
                 return TRUE if value.value else FALSE
             except Exception:  # noqa: BLE001 - scanned constants may be of any type
                 return Unknown("constant")
+        if isinstance(value, AltV):
+            return disj(*(conj(c, self.to_pred(v, node)) for c, v in value.alternatives))
         pred = first_predicate(lambda form: form.truth(value))
         if pred is not None:
             return pred
@@ -171,6 +177,10 @@ class Interpreter:
         attr = node.attr
         if attr in self.options.dests:
             return OptV(attr)
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
+            held = self.instance_attrs.value(rel, scope, attr)
+            if held is not None:
+                return held
         base = self.value_of(node.value, rel, scope, line, env)
         if isinstance(base, ModuleV):
             step = self.tables.imported(base.name, attr)
@@ -320,6 +330,12 @@ class Interpreter:
         return PredV(conj(*parts))
 
     def compare(self, left: Value, op: str, right: Value, node: ast.AST) -> Predicate:
+        if isinstance(left, AltV):
+            return disj(*(conj(c, self.compare(v, op, right, node))
+                          for c, v in left.alternatives))
+        if isinstance(right, AltV):
+            return disj(*(conj(c, self.compare(left, op, v, node))
+                          for c, v in right.alternatives))
         if isinstance(right, _OPTION_SUBJECTS) and not isinstance(left, _OPTION_SUBJECTS):
             left, right = right, left
             op = flip_op(op)

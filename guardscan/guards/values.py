@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from guardscan.predicate import Predicate
 
 __all__ = [
-    "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
+    "AltV", "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
     "InstanceV", "MajorTimesTen", "ModuleV", "Opaque", "OptV", "PlatformV", "PredV", "UnkV",
     "Value", "Wrapper", "freeze",
 ]
@@ -150,6 +150,15 @@ class ChoiceV:
 
 
 @dataclass(frozen=True)
+class AltV:
+    """A value that depends on conditions: ``value`` where ``condition`` holds,
+    for each alternative (an instance attribute set under device tests in
+    ``__init__``: ``self._kernel = "cutlass_sm90"`` when ``is_sm90``...)."""
+
+    alternatives: tuple[tuple[Predicate, Value], ...]
+
+
+@dataclass(frozen=True)
 class ExtV:
     """A name from outside the tree (``torch.cuda...``, ``functools.partial``,
     builtins), known only by its qualified name: never imported."""
@@ -205,4 +214,4 @@ class Wrapper:
 
 #: Every value the interpreter produces.
 Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
-         | EnumMemberV | ChoiceV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)
+         | EnumMemberV | ChoiceV | AltV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)

@@ -295,6 +295,12 @@ def backend_choices(value: Value | None, choices: dict[str, tuple[str, ...]],
     if isinstance(value, OptV) and value.dest in choices:
         return value.dest, tuple((c, c) for c in choices[value.dest])
     if isinstance(value, ChoiceV) and value.dest in choices:
+        # a mapping that renames some choices (``flashinfer_trtllm`` ->
+        # ``trtllm``) marks those as the library's backends; the choices it
+        # passes through unchanged (``marlin``, ``auto``) are not taken to make
+        # the call (they are SGLang's own paths, or resolved elsewhere)
         strings = value.strings()
+        renamed = tuple((c, s) for c, s in strings if c != s)
+        strings = renamed or strings
         return (value.dest, strings) if strings else None
     return None
