@@ -262,7 +262,9 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     calls = [_carried_scope(c) if quantization is None and c.backends else c
              for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
-    shared = _Shared(option.dest)
+    # twins that fall back to this option are not given while it is judged
+    unset = {twin: "" for twin in links.unset.get(option.dest, ())}
+    shared = _Shared(option.dest, unset)
     out: list[BackendVerdict] = []
     for choice in option.choices:
         old = memo.reuse(option.dest, choice) if memo is not None else None
@@ -274,7 +276,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             asking = _Asking(kernels)
             saved = index.recorder.open()
             if about is None:
-                about = _about_sets([*findings, *global_quant, *extra], option, quantization)
+                about = _about_sets([*findings, *global_quant, *extra], option, quantization,
+                                    unset)
             try:
                 verdicts = _judge_choice(index, option, choice,
                                          [*findings, *aliased.get(choice, ())], global_quant,
@@ -313,7 +316,7 @@ def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
 
 
 def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,
-                ) -> dict[int, frozenset[str]]:
+                unset: dict[str, str] | None = None) -> dict[int, frozenset[str]]:
     """The choices each gate is about (``_about_choice``), by the gate's id.
     A gate's condition depends on the choice only through its tests of this
     option, so choices those tests cannot tell apart are decided together."""
@@ -328,7 +331,8 @@ def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str |
             groups.setdefault(tuple(choice in t for t in tests), []).append(choice)
         about[id(finding)] = frozenset(
             c for members in groups.values() if _about_choice(finding.condition, Context(
-                options={option.dest: members[0]}, quantization=quantization)) for c in members)
+                options={**(unset or {}), option.dest: members[0]}, quantization=quantization))
+            for c in members)
     return about
 
 
@@ -336,8 +340,9 @@ class _Shared:
     """What conditions come to for an option's choices, shared between
     choices that the conditions' tests of the option cannot tell apart."""
 
-    def __init__(self, dest: str) -> None:
+    def __init__(self, dest: str, unset: dict[str, str] | None = None) -> None:
         self.dest = dest
+        self.unset = unset or {}
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
@@ -366,8 +371,9 @@ class _Values:
     def context(self, arch: Arch) -> Context:
         ctx = self._contexts.get(arch)
         if ctx is None:
-            ctx = self._contexts[arch] = Context(arch=arch, options={self.shared.dest: self.choice},
-                                                 quantization=self.quantization)
+            ctx = self._contexts[arch] = Context(
+                arch=arch, options={**self.shared.unset, self.shared.dest: self.choice},
+                quantization=self.quantization)
         return ctx
 
     def _signature(self, pred: Predicate) -> tuple[bool, ...]:
@@ -422,7 +428,7 @@ class _Values:
         value = self.shared.specific.get(key)
         if value is None:
             value = self.shared.specific[key] = _specific(
-                pred, Context(options={self.shared.dest: self.choice},
+                pred, Context(options={**self.shared.unset, self.shared.dest: self.choice},
                               quantization=self.quantization), every)
         return value
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from guardscan.guards.values import (
+    AltV,
     ChoiceV,
     ConstV,
     CudaV,
@@ -19,6 +20,7 @@ from guardscan.guards.values import (
     FuncV,
     OptV,
     PredV,
+    TupleV,
     UnkV,
     Value,
     Wrapper,
@@ -134,8 +136,8 @@ class FunctionCalls:
         conditions test one option's value only, what each choice of it gets
         (a ``ChoiceV``). None for returns of truths, which combine as a guard."""
         def computed(value: Value) -> bool:
-            return isinstance(value, (OptV, ChoiceV)) or isinstance(value, ConstV) and \
-                value.value is not None and not isinstance(value.value, bool)
+            return isinstance(value, (OptV, ChoiceV, TupleV, AltV)) or isinstance(
+                value, ConstV) and value.value is not None and not isinstance(value.value, bool)
         if not any(computed(v) for _, v in results):
             return None
         live = [(c, v) for c, v in results if c != FALSE]

@@ -25,6 +25,7 @@ from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
     AltV,
+    TupleV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -103,6 +104,12 @@ class Interpreter:
                 return Unknown("constant")
         if isinstance(value, AltV):
             return disj(*(conj(c, self.to_pred(v, node)) for c, v in value.alternatives))
+        if isinstance(value, OptV):  # ``if cfg.prefill_attention_backend``: given
+            set_pred = self.option_tests.compare(value, "is not", ConstV(None))
+            if set_pred is not None:
+                return set_pred
+        if isinstance(value, TupleV):
+            return TRUE if value.items else FALSE
         pred = first_predicate(lambda form: form.truth(value))
         if pred is not None:
             return pred
@@ -122,6 +129,9 @@ class Interpreter:
                 return ConstV(value.value[index])
             except IndexError:
                 return UnkV("unpack")
+        if isinstance(value, TupleV):
+            return value.items[index] if -len(value.items) <= index < len(value.items) \
+                else UnkV("unpack")
         return UnkV("unpacked value")
 
     # -- expression evaluation ---------------------------------------------------------
@@ -152,6 +162,8 @@ class Interpreter:
         constants = [i.value for i in items if isinstance(i, ConstV)]
         if len(constants) == len(items):
             return ConstV(tuple(constants))
+        if isinstance(node, ast.Tuple):
+            return TupleV(tuple(items))
         return UnkV("tuple of non-constants")
 
     _eval_List = _eval_Tuple
@@ -285,6 +297,11 @@ class Interpreter:
     def _eval_BoolOp(self, node: ast.BoolOp, rel: str, scope: str, line: int,
                      env: dict[str, Value]) -> Value:
         values = [self.value_of(v, rel, scope, line, env) for v in node.values]
+        if isinstance(node.op, ast.Or) and len(values) == 2 and all(
+                isinstance(v, (OptV, ChoiceV)) for v in values):
+            # ``prefill_attention_backend or attention_backend``: the first when given
+            given = self.to_pred(values[0], node.values[0])
+            return AltV(((given, values[0]), (neg(given), values[1])))
         constants = [v for v in values if isinstance(v, ConstV)]
         if len(constants) == len(values):
             result = constants[0]
@@ -312,6 +329,11 @@ class Interpreter:
         if isinstance(body, (PredV, ConstV)) and isinstance(orelse, (PredV, ConstV)):
             return PredV(disj(conj(test, self.to_pred(body)),
                               conj(neg(test), self.to_pred(orelse))))
+        chosen = (OptV, ChoiceV, ConstV, EnumMemberV, AltV)
+        if isinstance(body, chosen) and isinstance(orelse, chosen):
+            # ``cfg.prefill_attention_backend if cfg.prefill_attention_backend
+            # else cfg.attention_backend``: one value or the other, by the test
+            return AltV(((test, body), (neg(test), orelse)))
         return UnkV("conditional value")
 
     def _eval_Compare(self, node: ast.Compare, rel: str, scope: str, line: int,
@@ -336,6 +358,9 @@ class Interpreter:
         if isinstance(right, AltV):
             return disj(*(conj(c, self.compare(left, op, v, node))
                           for c, v in right.alternatives))
+        if isinstance(right, TupleV) and op in ("in", "not in"):
+            member = disj(*(self.compare(left, "==", item, node) for item in right.items))
+            return member if op == "in" else neg(member)
         if isinstance(right, _OPTION_SUBJECTS) and not isinstance(left, _OPTION_SUBJECTS):
             left, right = right, left
             op = flip_op(op)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from guardscan.predicate import Predicate
 
 __all__ = [
-    "AltV", "ChoiceV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
+    "AltV", "ChoiceV", "TupleV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
     "InstanceV", "MajorTimesTen", "ModuleV", "Opaque", "OptV", "PlatformV", "PredV", "UnkV",
     "Value", "Wrapper", "freeze",
 ]
@@ -150,6 +150,13 @@ class ChoiceV:
 
 
 @dataclass(frozen=True)
+class TupleV:
+    """A tuple whose items are not all constants (``return prefill, decode``)."""
+
+    items: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
 class AltV:
     """A value that depends on conditions: ``value`` where ``condition`` holds,
     for each alternative (an instance attribute set under device tests in
@@ -214,4 +221,4 @@ class Wrapper:
 
 #: Every value the interpreter produces.
 Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
-         | EnumMemberV | ChoiceV | AltV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)
+         | EnumMemberV | ChoiceV | AltV | TupleV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)

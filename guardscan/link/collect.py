@@ -20,7 +20,7 @@ from guardscan.link.regions import RegisteredRegions
 from guardscan.link.units import Units
 from guardscan.results import OptionInfo
 
-__all__ = ["EnumModel", "collect_links", "option_model"]
+__all__ = ["EnumModel", "collect_links", "option_model", "unset_twins"]
 
 
 class EnumModel(Protocol):
@@ -101,5 +101,21 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     for dest, choice, rel in named.modules():
         units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))
     ctx.links.findings.extend(help_claims(options))
+    ctx.links.unset = unset_twins(options)
     units.finish()
     return ctx.links
+
+
+def unset_twins(options: Sequence[OptionInfo]) -> dict[str, tuple[str, ...]]:
+    """For each option, its twins (the same set of choices) whose default is
+    unset: a split option such as ``--prefill-attention-backend`` falls back to
+    its base when not given, so judging one choice of either takes the others
+    as not given."""
+    out: dict[str, tuple[str, ...]] = {}
+    for opt in options:
+        twins = tuple(o.dest for o in options if o.dest != opt.dest and len(o.choices) > 1
+                      and set(o.choices) == set(opt.choices)
+                      and (o.default or "None").strip() == "None")
+        if twins:
+            out[opt.dest] = twins
+    return out

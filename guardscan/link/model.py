@@ -131,6 +131,10 @@ class Links:
     kernel_calls: list[KernelCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     quant_methods: dict[str, tuple[str, str]] = field(default_factory=dict)  # method -> (rel, class)
+    #: dest -> the options taken as not given while judging it: its twins
+    #: (the same choices) whose default is unset, which fall back to it
+    #: (``--prefill-attention-backend`` while judging ``--attention-backend``)
+    unset: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 for _cls in (Hop, Finding, KernelCall):
