@@ -80,6 +80,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     units.bind(ctx)
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
+    candidates = _with_indirect(index, candidates, tokens)
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
     if units.cold:
         index.prefetch(candidates)  # cold: parse on every core
@@ -104,6 +105,30 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     ctx.links.unset = unset_twins(options)
     units.finish()
     return ctx.links
+
+
+def _with_indirect(index: Index, candidates: list[str], tokens: list[str]) -> list[str]:
+    """The candidate files, and those that call a function of theirs whose
+    returned value is computed from an option (``def m3_fp8_enabled(cfg):
+    return cfg.attention_backend == "trtllm_mha" and ...``): the option's value
+    reaches a test there without the option being named (one level deep)."""
+    if not candidates or not tokens:
+        return candidates
+    names: set[str] = set()
+    for rel in candidates:
+        facts = index.view(rel)
+        if facts is None:
+            continue
+        for ret in facts.returns:
+            if ret.scope and any(t in ret.value for t in tokens):
+                name = ret.scope.rsplit(".", 1)[-1]
+                if len(name) >= 8 and not name.startswith("__"):
+                    names.add(name)
+    if not names:
+        return candidates
+    found = set(candidates) | set(index.grep(sorted(names)))
+    order = {rel: i for i, rel in enumerate(index.tree.files)}
+    return sorted(found, key=lambda rel: order.get(rel, len(order)))
 
 
 def unset_twins(options: Sequence[OptionInfo]) -> dict[str, tuple[str, ...]]:
