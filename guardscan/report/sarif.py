@@ -19,7 +19,8 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from guardscan.report import register
-from guardscan.results import BackendVerdict, Diagnostic, Evidence, Role, ScanResult, Verdict
+from guardscan.report.answer import deciding_evidence
+from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
@@ -40,11 +41,6 @@ _VERDICT_RULES: dict[Verdict, tuple[str, str, str]] = {
         "warning", "BackendUnsupported",
         ("SGLang accepts this backend choice, but a kernel on its required path declares "
          "that it does not run on the architecture.")),
-}
-#: Roles that can decide each verdict; the chain's last such line is the location.
-_DECIDING_ROLES: dict[Verdict, tuple[Role, ...]] = {
-    Verdict.BLOCKED: (Role.GATE, Role.IMPORT),
-    Verdict.UNSUPPORTED: (Role.KERNEL,),
 }
 _FILE_PREFIX = "file-"
 
@@ -134,16 +130,6 @@ def _message_templates() -> dict[str, str]:
 
 
 # -- results -------------------------------------------------------------------------------
-def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
-    """The line that decides a blocked/unsupported verdict: the chain's last
-    deciding-role line that is not a mere caveat, else its last line."""
-    roles = _DECIDING_ROLES.get(verdict.verdict, ())
-    for ev in reversed(verdict.evidence):
-        if ev.role in roles and not ev.note.startswith("could raise"):
-            return ev
-    return verdict.evidence[-1] if verdict.evidence else None
-
-
 def _verdict_result(verdict: BackendVerdict, rule_index: dict[str, int],
                     bases: _Bases) -> dict[str, Any]:
     rule_id = verdict.verdict.value
