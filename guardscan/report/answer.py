@@ -24,6 +24,7 @@ options with nothing decided on any requested architecture are listed apart.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -105,8 +106,8 @@ _FACT_KINDS: dict[str, tuple[str, str, str]] = {
               "strong: the check lets it through"),
     "jit-spec": ("a JIT build spec (the architectures a module is compiled for)",
                  "strong: nothing is compiled for it, so the module cannot load",
-                 "moderate: the module compiles for it; which kernels it holds is "
-                 "decided at run time"),
+                 ("moderate: the module compiles for it; which kernels it holds is "
+                  "decided at run time")),
     "dispatch": ("a per-architecture dispatch in the kernel library",
                  "moderate: no branch is taken for it",
                  "weak: a branch exists for it, what it calls decides"),
@@ -251,18 +252,13 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
             key = _signature(one)
             if key in groups:
                 first = groups[key]
-                groups[key] = ArchGroup((*first.archs, arch), *_fields(first))
+                groups[key] = dataclasses.replace(first, archs=(*first.archs, arch))
             else:
                 groups[key] = one
         answer.groups = list(groups.values())
         decided.append((-answer.decided, position, answer))
     decided.sort(key=lambda item: (item[0], item[1]))
     return [answer for _, _, answer in decided], nothing
-
-
-def _fields(group: ArchGroup) -> tuple[object, ...]:
-    return (group.supported, group.unknown, group.avoid, group.markers, group.auto,
-            group.other_platforms)
 
 
 _METHOD_NOTE = re.compile(r"^--quantization (?P<method>\S+) ")

@@ -6,15 +6,16 @@ not be analysed (``file-*`` diagnostics) are ``toolExecutionNotifications`` of
 the invocation, not results, because they are about the scan, not the code.
 Artifact URIs are relative to ``PKGROOT`` (the directory holding the scanned
 package, so ``sglang/srt/...`` resolves) or ``KERNELROOT`` for the kernel
-library, so a report stays valid when the tree moves. Output is deterministic:
-sorted, no timestamps, no absolute paths outside ``originalUriBaseIds``.
+library, so a report stays valid when the tree moves; ``originalUriBaseIds``
+describes both without a ``uri`` (those directories are local paths, which no
+report carries: the viewer supplies them). Output is deterministic: sorted, no
+timestamps, no absolute paths.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 from urllib.parse import quote
 
@@ -230,9 +231,8 @@ class _Bases:
 
     def __init__(self, result: ScanResult) -> None:
         self.target_package = result.target.package
-        self.roots: dict[str, tuple[str, str]] = {
-            TARGET_BASE: (_parent_uri(result.target.path),
-                          f"directory holding the scanned {result.target.package}"),
+        self.roots: dict[str, str] = {
+            TARGET_BASE: f"directory holding the scanned {result.target.package}",
         }
         self.kernel_bases: dict[str, str] = {}
         for number, kernel in enumerate(result.kernels, start=1):
@@ -240,12 +240,13 @@ class _Bases:
                 continue
             base = KERNEL_BASE if number == 1 else f"{KERNEL_BASE}{number}"
             self.kernel_bases[kernel.package] = base
-            self.roots[base] = (_parent_uri(kernel.path),
-                                f"directory holding the kernel library {kernel.package}")
+            self.roots[base] = f"directory holding the kernel library {kernel.package}"
 
     def original_uri_base_ids(self) -> dict[str, Any]:
-        return {base: {"uri": uri, "description": {"text": text}}
-                for base, (uri, text) in sorted(self.roots.items())}
+        # No "uri": the directories are local paths (a download cache, a
+        # checkout), which a report never carries; a SARIF viewer asks for them
+        return {base: {"description": {"text": text}}
+                for base, text in sorted(self.roots.items())}
 
     def artifact(self, path: str) -> dict[str, str]:
         first = path.split("/", 1)[0]
@@ -273,19 +274,3 @@ class _Bases:
         if diag.line >= 1:
             physical["region"] = {"startLine": diag.line, "startColumn": 1}
         return {"physicalLocation": physical}
-
-
-def _parent_uri(path: str) -> str:
-    """``file://`` URI of the directory holding ``path``, with the trailing slash
-    SARIF requires of a base URI."""
-    pure: PurePath = PureWindowsPath(path) if _looks_windows(path) else PurePosixPath(path)
-    parent = pure.parent
-    if parent.is_absolute():
-        uri = parent.as_uri()
-    else:  # a relative path (tests, odd callers): still a valid relative reference
-        uri = quote(parent.as_posix(), safe="/")
-    return uri if uri.endswith("/") else uri + "/"
-
-
-def _looks_windows(path: str) -> bool:
-    return len(path) > 2 and path[1] == ":" and path[2] in "\\/"
