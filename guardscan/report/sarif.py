@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from guardscan.report import register
 from guardscan.report.answer import deciding_evidence
+from guardscan.report.json_ import portable
 from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
@@ -215,8 +216,8 @@ def _arch_position(result: ScanResult, arch: str) -> int:
 
 def _run_properties(result: ScanResult) -> dict[str, Any]:
     properties: dict[str, Any] = {
-        "target": result.target.to_json(),
-        "kernels": [k.to_json() for k in result.kernels],
+        "target": portable(result.target),
+        "kernels": [portable(k) for k in result.kernels],
         "archs": list(result.archs),
         "quantization": result.quantization,
     }
