@@ -192,7 +192,7 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         parts.append(f"{names(group.supported)} ({style('supported', 'supported')})")
     if group.unknown:
         parts.append(f"{names(group.unknown)} (unknown)")
-    out.extend(_wrap("; ".join(parts) or "nothing", label, rest))
+    out.extend(_wrap("; ".join(parts) or "nothing: every choice is to avoid here", label, rest))
     for avoid in group.avoid:
         word = style(avoid.verdict.value, avoid.verdict.value)
         mark = "*" if avoid.choice in star else ""
@@ -201,10 +201,10 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         reason = short_reason(avoid.deciding) if avoid.deciding else ""
         head = f"{indent}avoid  {avoid.choice}{mark} ({word}): "
         line = head + (f"{reason}, " if reason else "") + where
-        if _visible_len(line) <= WIDTH or not reason:
-            out.append(_fit(line, style, keep=where))
-        else:
-            out.append(_fit(head + reason, style))
+        if _visible_len(line) <= WIDTH:
+            out.append(line)
+        else:  # the place on a line of its own: a cut path is no use
+            out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
     for marker in group.markers:
         if marker.conditions:
