@@ -12,13 +12,14 @@ import gc
 import os
 import sys
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from guardscan import __version__
 from guardscan.acquire import AcquireError
-from guardscan.arch import ArchError, parse_arch_list
-from guardscan.results import ExitCode
+from guardscan.arch import ArchError, local_archs, parse_arch_list, standard_archs
+from guardscan.results import BackendVerdict, ExitCode
 
 __all__ = ["build_parser", "main"]
 
@@ -52,7 +53,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--arch", action="append", metavar="ARCH",
         help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
              "'RTX PRO 6000', GB10), or 'all'; repeatable and comma-separated "
-             "(default: all = sm80 sm86 sm89 sm90 sm100 sm103 sm110 sm120 sm121)")
+             "(default: the local GPU when nvidia-smi shows one, else all = sm80 sm86 sm89 "
+             "sm90 sm100 sm103 sm110 sm120 sm121)")
     parser.add_argument(
         "--quantization", metavar="METHOD",
         help="judge choices as they run under this --quantization method of the scanned "
@@ -72,6 +74,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true",
                         help="never call pip; use cached wheels only")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
+                        choices=["blocked", "unsupported", "unknown", "supported"],
+                        help="exit 1 when any judged choice has this verdict (for pre-flight "
+                             "checks and hooks); repeatable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,12 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", default="text",
                         choices=["text", "json", "sarif", "markdown"],
                         help="output format (default: text)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="text: the full table, every choice on every architecture, "
+                             "and every note")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="write the report here instead of stdout")
-    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
-                        choices=["blocked", "unsupported", "unknown", "supported"],
-                        help="exit 1 when any judged choice has this verdict (for pre-flight "
-                             "checks and hooks); repeatable")
     parser.add_argument("--graph", type=Path, metavar="FILE",
                         help="also write the support graph (.json node-link, .graphml, .dot)")
     parser.add_argument("--version", action="version", version=f"guardscan {__version__}")
@@ -109,6 +114,9 @@ def build_explain_parser() -> argparse.ArgumentParser:
     parser.add_argument("--option", metavar="FLAG",
                         help="the option it belongs to (needed when several options offer "
                              "the same choice)")
+    parser.add_argument("--format", default="text", choices=["text", "json"],
+                        help="output format (default: text; json: the scan's verdict entries "
+                             "with a 'deciding' object, see docs/json.md)")
     _common(parser)
     return parser
 
@@ -145,10 +153,19 @@ def _progress(quiet: bool, stream: IO[str] | None):  # type: ignore[no-untyped-d
 def _scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from guardscan.scan import ScanOptions
 
-    try:
-        archs = parse_arch_list(args.arch)
-    except ArchError as exc:
-        raise UsageError(str(exc)) from None
+    args.arch_source = None
+    if args.arch:
+        try:
+            archs = parse_arch_list(args.arch)
+        except ArchError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        archs, how = local_archs()
+        if archs:
+            args.arch_source = how
+        else:
+            archs = standard_archs()
+            args.arch_source = f"no --arch, {how}: every standard arch"
     return ScanOptions(
         target=args.target,
         archs=archs,
@@ -203,28 +220,41 @@ def _run_scan(argv: list[str]) -> int:
             raise UsageError(f"--graph: {exc}") from None
         except OSError as exc:
             raise UsageError(f"cannot write {args.graph}: {exc.strerror or exc}") from None
+    options = {"verbose": args.verbose, "arch_source": args.arch_source}
     if args.output:
         try:
             with args.output.open("w", encoding="utf-8") as stream:
-                render(result, stream, args.format)
+                render(result, stream, args.format, options)
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     else:
-        render(result, sys.stdout, args.format)
-    if args.fail_on:
-        wanted = set(args.fail_on)
-        if any(b.verdict.value in wanted for b in result.backends):
-            return ExitCode.FOUND
+        options["color"] = _colour(sys.stdout)
+        render(result, sys.stdout, args.format, options)
+    return _fail_on(args.fail_on, result.backends)
+
+
+def _colour(stream: IO[str]) -> bool:
+    """Colour for a terminal only, and never when NO_COLOR is set (no-color.org)."""
+    return _is_terminal(stream) and not os.environ.get("NO_COLOR")
+
+
+def _fail_on(wanted: list[str] | None, verdicts: Iterable[BackendVerdict]) -> int:
+    if wanted and any(b.verdict.value in set(wanted) for b in verdicts):
+        return ExitCode.FOUND
     return ExitCode.OK
 
 
 def _run_explain(argv: list[str]) -> int:
-    from guardscan.report.explain import explain
+    from guardscan.report.explain import ExplainError, explain
 
     args = build_explain_parser().parse_intermixed_args(argv)
     args.option_list = [args.option] if args.option else None
     analysis = _analyse(args)
-    return explain(analysis, args.choice, args.option, sys.stdout)
+    try:
+        shown = explain(analysis.result, args.choice, args.option, sys.stdout, args.format)
+    except ExplainError as exc:
+        raise UsageError(str(exc)) from None
+    return _fail_on(args.fail_on, shown)
 
 
 def _clear_progress(progress: object) -> None:

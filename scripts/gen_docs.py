@@ -95,6 +95,17 @@ def docstring_markdown(doc: str | None) -> str:
     return text.strip() + "\n"
 
 
+def about_itself(text: str, page: str) -> str:
+    """A docstring as the page ``page`` (``docs/verdicts.md``) shows it: a
+    docstring serves its code first, so it may name the page generated from it
+    ("each documented in docs/verdicts.md, generated from here"); on the page
+    itself such a remark is noise. A parenthetical naming the page is dropped;
+    another mention becomes "this page"."""
+    name = re.escape(page)
+    text = re.sub(rf"\s*\([^()]*{name}[^()]*\)", "", text)
+    return re.sub(rf"``{name}``|`{name}`|{name}", "this page", text)
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" ")) if line.strip() else 0
 
@@ -180,7 +191,7 @@ def guard_forms_page() -> str:
         for kernel_recogniser in recognisers:
             lines += _section(f"`{_qualname(kernel_recogniser)}`",
                               _recogniser_doc(kernel_recogniser))
-    return "\n".join(lines).rstrip() + "\n"
+    return about_itself("\n".join(lines).rstrip() + "\n", "docs/guard-forms.md")
 
 
 def _guard_form_sections() -> list[str]:
@@ -226,7 +237,7 @@ def verdicts_page() -> str:
              (f"From `{_source_path(verdict)}`. Each (option, choice, architecture) gets "
               "exactly one verdict; `safe_to_try` is true for `supported` and `unknown`."), "",
              docstring_markdown(verdict.__doc__).rstrip(), ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return about_itself("\n".join(lines).rstrip() + "\n", "docs/verdicts.md")
 
 
 @contextlib.contextmanager

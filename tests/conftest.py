@@ -1,8 +1,10 @@
-"""Shared fixtures: real releases (downloaded once, cached across runs) and a
-throwaway cache directory."""
+"""Shared fixtures: real releases (downloaded once, cached across runs, see
+``realtrees.shared_cache_dir``), a throwaway cache directory, and a suite that
+never writes to the user's own guardscan cache nor sees the machine's GPU."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,25 @@ from guardscan.acquire import SourceTree
 # marker automatically so `pytest -m "not real"` stays fast and offline.
 _REAL_FIXTURES = frozenset({"sglang_059", "sglang_0523", "flashinfer_063", "flashinfer_072",
                             "analysis_059", "analysis_0523", "pair_059_063", "pair_0523_072"})
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Code under test that falls back on the default cache
+    ($GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan, ~/.cache/guardscan) gets
+    a directory of this session's instead of the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GUARDSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("default-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_local_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --arch, the command line asks nvidia-smi for the local GPU; the
+    suite's answers must not depend on the machine it runs on."""
+    import guardscan.arch
+
+    monkeypatch.setattr(guardscan.arch, "NVIDIA_SMI", "guardscan-tests-no-nvidia-smi")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -7,9 +7,12 @@ Use from any test module (pytest puts ``tests/`` on ``sys.path``)::
 
 or through the session fixtures in ``conftest.py`` (``sglang_059``, ...).
 
-The cache persists across test runs: ``$GUARDSCAN_TEST_CACHE``, else
-``~/.cache/guardscan-tests``, laid out as ``guardscan.acquire`` lays out any
-cache, so a release is downloaded (and extracted) once per machine. Wheels
+The cache persists across test runs, laid out as ``guardscan.acquire`` lays
+out any cache, so a release is downloaded (and extracted) once per machine. It
+is, as the environment said when the suite started (``shared_cache_dir``):
+``$GUARDSCAN_TEST_CACHE``; else ``$GUARDSCAN_CACHE_DIR/tests`` (where you keep
+guardscan's caches, apart from your own scans' entries); else
+``$XDG_CACHE_HOME/guardscan-tests``; else ``~/.cache/guardscan-tests``. Wheels
 already on disk in ``$GUARDSCAN_TEST_SEED_WHEELS`` (default ``/tmp/wheels``)
 are copied into the cache instead of downloading them; without them the code
 path is the real one, ``pip download``.
@@ -33,11 +36,22 @@ __all__ = ["flashinfer_tree", "sglang_tree", "shared_cache_dir"]
 _DEFAULT_SEED_DIR = "/tmp/wheels"
 
 
-def shared_cache_dir() -> Path:
-    """The cache shared by every test run on this machine."""
-    explicit = os.environ.get("GUARDSCAN_TEST_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
+#: The environment as the suite found it: tests set $GUARDSCAN_CACHE_DIR to
+#: throwaway directories, which must not move the shared cache.
+_STARTING_ENV = {name: os.environ.get(name, "") for name in
+                 ("GUARDSCAN_TEST_CACHE", "GUARDSCAN_CACHE_DIR", "XDG_CACHE_HOME")}
+
+
+def shared_cache_dir(env: dict[str, str] | None = None) -> Path:
+    """The cache shared by every test run on this machine (see the module
+    docstring); ``env`` stands in for the starting environment in tests."""
+    env = _STARTING_ENV if env is None else env
+    if env.get("GUARDSCAN_TEST_CACHE"):
+        return Path(env["GUARDSCAN_TEST_CACHE"]).expanduser()
+    if env.get("GUARDSCAN_CACHE_DIR"):
+        return Path(env["GUARDSCAN_CACHE_DIR"]).expanduser() / "tests"
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / "guardscan-tests"
     return Path.home() / ".cache" / "guardscan-tests"
 
 

@@ -5,7 +5,8 @@ reviewed like code, so that no change to what guardscan says goes unnoticed.
   reports, every option, every standard arch, SGLang only;
 - one real release, sglang 0.5.9 with the FlashInfer it pins (0.6.3): the
   text, JSON, SARIF and Markdown reports for three options on sm90, sm100 and
-  sm120.
+  sm120, the full text table (``--verbose``) of the same, and the default text
+  report of every option on sm120 (``guardscan sglang==0.5.9 --arch sm120``).
 
 Absolute paths (the cache, the checkout) are replaced by ``<TREE>`` and
 ``<KERNELS>``. After a deliberate change, rewrite the snapshots and review the
@@ -40,9 +41,9 @@ REAL_ARCHS = "sm90,sm100,sm120"
 SUFFIX = {"text": "txt", "json": "json", "sarif": "sarif", "markdown": "md"}
 
 
-def rendered(result: ScanResult, fmt: str) -> str:
+def rendered(result: ScanResult, fmt: str, options: dict[str, object] | None = None) -> str:
     stream = io.StringIO()
-    render(result, stream, fmt)
+    render(result, stream, fmt, options)
     text = stream.getvalue()
     roots = [(k.path.rsplit("/", 1)[0], "<KERNELS>") for k in result.kernels]
     roots.append((result.target.path.rsplit("/", 1)[0], "<TREE>"))
@@ -94,3 +95,36 @@ def real_pair(sglang_059: object, flashinfer_063: object) -> ScanResult:
 @pytest.mark.parametrize("fmt", sorted(SUFFIX))
 def test_real_release_reports(real_pair: ScanResult, fmt: str) -> None:
     check_golden(GOLDEN / "sglang-0.5.9" / f"report.{SUFFIX[fmt]}", rendered(real_pair, fmt))
+
+
+@pytest.mark.real
+def test_real_release_full_table(real_pair: ScanResult) -> None:
+    check_golden(GOLDEN / "sglang-0.5.9" / "report.verbose.txt",
+                 rendered(real_pair, "text", {"verbose": True}))
+
+
+@pytest.fixture(scope="module")
+def real_sm120(sglang_059: object, flashinfer_063: object) -> ScanResult:
+    return analyse(ScanOptions(
+        target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
+        archs=parse_arch_list(["sm120"]), cache_dir=realtrees.shared_cache_dir())).result
+
+
+@pytest.mark.real
+def test_real_release_default_report_on_sm120(real_sm120: ScanResult) -> None:
+    """What an RTX PRO 6000 user sees first: the MoE runner and fp4 GEMM answers
+    (what to try, what to avoid and where) within the first 25 lines."""
+    text = rendered(real_sm120, "text")
+    check_golden(GOLDEN / "sglang-0.5.9" / "report.sm120.txt", text)
+    first = text.splitlines()[:25]
+    for option in ("--moe-runner-backend", "--fp4-gemm-backend"):
+        start = next(i for i, line in enumerate(first) if line.startswith(option + " "))
+        block = first[start + 1:]
+        block = block[:next((i for i, line in enumerate(block) if not line.strip()),
+                            len(block))]
+        assert block and block[0].startswith("  try    "), (option, first)
+        verdicts = {b.choice: b.verdict for b in real_sm120.backends if b.option == option}
+        avoided = [c for c, v in verdicts.items() if not v.safe_to_try]
+        for choice in avoided:
+            assert any(line.startswith(f"  avoid  {choice}") for line in block), (option, choice)
+    assert all(len(line) <= 100 for line in text.splitlines())

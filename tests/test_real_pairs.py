@@ -71,13 +71,14 @@ def test_fp4_cudnn_gemm_is_safe_on_sm120(pair_059_063: Any) -> None:
 
 def test_explain_ends_at_the_jit_spec(pair_059_063: Any) -> None:
     out = io.StringIO()
-    code = explain(pair_059_063, "flashinfer_trtllm", "--moe-runner-backend", out)
-    assert code == 0
+    shown = explain(pair_059_063.result, "flashinfer_trtllm", "--moe-runner-backend", out)
+    assert {b.choice for b in shown} == {"flashinfer_trtllm"}
     text = out.getvalue()
     section = text.split("on sm120:")[1].split("\n--")[0]
     hops = [line for line in section.splitlines() if line.strip()[:1].isdigit()]
     assert hops[-1].rstrip().endswith("flashinfer/jit/fused_moe.py:238  "
                                       "supported_major_versions=[10]"), section
+    assert "=> deciding fact: a JIT build spec" in section and "strong:" in section
 
 
 def test_0523_pair_scans_with_kernel_evidence(pair_0523_072: Any) -> None:

@@ -171,8 +171,9 @@ def test_deciding_evidence_falls_back_to_last_line() -> None:
 def test_sarif_uris_are_relative_to_base_ids(sarif: dict[str, Any]) -> None:
     run = sarif["runs"][0]
     bases = run["originalUriBaseIds"]
-    assert bases["PKGROOT"]["uri"] == "file:///cache/trees/sglang-0.5.9/"
-    assert bases["KERNELROOT"]["uri"] == "file:///cache/trees/flashinfer-0.6.3/"
+    # the bases are local directories: described, never given (no local paths)
+    assert set(bases) == {"PKGROOT", "KERNELROOT"}
+    assert all("uri" not in base and base["description"]["text"] for base in bases.values())
     artifacts: list[dict[str, Any]] = []
 
     def walk(node: Any) -> None:

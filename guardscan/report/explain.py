@@ -1,45 +1,159 @@
-"""report (explain): one choice's evidence chain per architecture, one hop per line."""
+"""report (explain): one choice's evidence chain per architecture, from the option to the deciding fact.
+
+Hops are shown in reading order: the option's definition first, a module
+before the lines inside it (a ``module named for X`` hop, which stands for the
+whole file, comes before the calls in that file; a registration before the
+lines below it), the deciding line last among
+the hops that lead to it, caveats after. The deciding hop says what kind of
+fact it is and how strong (``guardscan.report.answer.describe_fact``).
+
+Text (one hop per line) or JSON (the scan's verdict entries, see docs/json.md,
+each with a ``deciding`` object). A choice the scan does not know raises
+``ExplainError`` naming the closest choices.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import textwrap
 from typing import IO
 
-from guardscan.results import ExitCode
-from guardscan.scan import Analysis
+from guardscan.report.answer import arch_sort_key, caveats, deciding_evidence, describe_fact
+from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 
-__all__ = ["explain"]
+__all__ = ["ExplainError", "explain", "ordered_hops", "select"]
 
 
-def explain(analysis: Analysis, choice: str, option: str | None, stream: IO[str]) -> int:
-    result = analysis.result
+class ExplainError(ValueError):
+    """No verdict for the choice asked about; the message names close matches."""
+
+
+def select(result: ScanResult, choice: str, option: str | None) -> list[BackendVerdict]:
+    """The verdicts ``explain`` shows, archs in numeric order; ExplainError when none."""
     flag = None
     if option:
         flag = option if option.startswith("--") else f"--{option}"
-    matches = [b for b in result.backends if b.choice == choice and (flag is None or
-                                                                     b.option == flag)]
+    matches = [b for b in result.backends
+               if b.choice == choice and (flag is None or b.option == flag)]
     if not matches:
-        offered = sorted({b.option for b in result.backends if b.choice == choice})
-        hint = f" (offered by {', '.join(offered)})" if offered else ""
-        stream.write(f"no choice {choice!r}{' of ' + flag if flag else ''} in "
-                     f"{result.target.package} {result.target.version}{hint}\n")
-        return ExitCode.USAGE
+        raise ExplainError(_no_such_choice(result, choice, flag))
+    return sorted(matches, key=lambda b: (b.option, arch_sort_key(b.arch)))
+
+
+def _no_such_choice(result: ScanResult, choice: str, flag: str | None) -> str:
+    what = " ".join(p for p in (result.target.package, result.target.version) if p)
+    offered = sorted({b.option for b in result.backends if b.choice == choice})
+    if flag and offered:
+        return (f"{choice!r} is not a choice of {flag} in {what}; it is a choice of "
+                f"{', '.join(offered)}")
+    pool = sorted({b.choice for b in result.backends
+                   if flag is None or b.option == flag})
+    close = difflib.get_close_matches(choice, pool, n=3, cutoff=0.6)
+    prefix = [c for c in pool if c.startswith(choice) and c not in close]
+    suggestions = (close + prefix)[:3]
+    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else ""
+    of = f" of {flag}" if flag else ""
+    return f"no choice {choice!r}{of} in {what}{hint}"
+
+
+def ordered_hops(verdict: BackendVerdict) -> list[Evidence]:
+    """The chain in reading order: a hop standing for a whole module (a link at
+    line 1) moves before the first hop inside that module, a registration (a
+    decorator line) before the lines below it in its file; the definition stays
+    first; the deciding line goes after every hop that is not a caveat."""
+    hops = list(verdict.evidence)
+    module_hops = [ev for ev in hops[1:] if ev.role == Role.LINK.value and ev.line == 1]
+    for module in module_hops:
+        hops.remove(module)
+        first = next((i for i, ev in enumerate(hops) if i > 0 and ev.path == module.path),
+                     None)
+        hops.insert(first if first is not None else len(hops), module)
+    # a registration (a decorator line) stands for the function it decorates:
+    # it comes before the lines further down that file
+    for reg in [ev for ev in hops[1:] if ev.role == Role.LINK.value
+                and ev.text.lstrip().startswith("@")]:
+        at = hops.index(reg)
+        first = next((i for i, ev in enumerate(hops) if 0 < i < at and ev.path == reg.path
+                      and ev.line > reg.line), None)
+        if first is not None:
+            hops.remove(reg)
+            hops.insert(first, reg)
+    deciding = deciding_evidence(verdict)
+    if deciding is not None and deciding in hops:
+        after = caveats(verdict)
+        hops.remove(deciding)
+        tail = [ev for ev in hops if ev in after and hops.index(ev) > 0]
+        body = [ev for ev in hops if ev not in tail]
+        hops = [*body, deciding, *tail]
+    return hops
+
+
+def explain(result: ScanResult, choice: str, option: str | None, stream: IO[str],
+            fmt: str = "text") -> list[BackendVerdict]:
+    """Write the chains of ``choice`` (of ``option``) on every judged arch; return them."""
+    matches = select(result, choice, option)
+    if fmt == "json":
+        _json(result, matches, stream)
+    else:
+        _text(matches, stream)
+    return matches
+
+
+def _text(matches: list[BackendVerdict], stream: IO[str]) -> None:
     options = sorted({b.option for b in matches})
     if len(options) > 1:
-        stream.write(f"{choice!r} is a choice of {', '.join(options)}; showing all "
+        stream.write(f"{matches[0].choice!r} is a choice of {', '.join(options)}; showing all "
                      "(use --option to pick one)\n")
     for verdict in matches:
-        stream.write(f"\n{verdict.option} {verdict.choice} on {verdict.arch}"
-                     f"{' with --quantization ' + verdict.quantization if verdict.quantization else ''}"
-                     f": {verdict.verdict.value} (safe to try: "
+        quant = (f" with --quantization {verdict.quantization}" if verdict.quantization
+                 else "")
+        stream.write(f"\n{verdict.option} {verdict.choice} on {verdict.arch}{quant}: "
+                     f"{verdict.verdict.value} (safe to try: "
                      f"{'yes' if verdict.safe_to_try else 'no'})\n")
         if verdict.platform:
             stream.write(f"  documented as {verdict.platform}-only\n")
-        for number, ev in enumerate(verdict.evidence, start=1):
+        deciding = deciding_evidence(verdict)
+        for number, ev in enumerate(ordered_hops(verdict), start=1):
             stream.write(f"  {number:>2}. [{ev.role}] {ev.path}:{ev.line}  {ev.text}\n")
             if ev.note:
-                stream.write(f"      {ev.note}\n")
-        if len(verdict.evidence) <= 1:
-            stream.write("      no architecture evidence on this choice's path\n")
+                stream.write(_wrapped(ev.note, "      "))
+            if ev is deciding:
+                kind, strength = describe_fact(ev, verdict.verdict)
+                stream.write(_wrapped(f"=> deciding fact: {kind}; {strength}", "      "))
+        if deciding is None:
+            stream.write("      no architecture evidence on this choice's path: unknown\n")
         for condition in verdict.conditions:
             stream.write(f"  note: {condition}\n")
-    return ExitCode.OK
+
+
+def _wrapped(text: str, indent: str) -> str:
+    lines = textwrap.wrap(text, width=100, initial_indent=indent,
+                          subsequent_indent=indent + "  ", break_on_hyphens=False)
+    return "".join(line + "\n" for line in lines)
+
+
+def _json(result: ScanResult, matches: list[BackendVerdict], stream: IO[str]) -> None:
+    entries = []
+    for verdict in matches:
+        hops = ordered_hops(verdict)
+        entry = verdict.to_json()
+        entry["evidence"] = [ev.to_json() for ev in hops]
+        deciding = deciding_evidence(verdict)
+        if deciding is not None:
+            kind, strength = describe_fact(deciding, verdict.verdict)
+            entry["deciding"] = {"index": hops.index(deciding), "kind": kind,
+                                 "strength": strength}
+        entries.append(entry)
+    from guardscan.report.json_ import portable
+
+    data: dict[str, object] = {
+        "guardscan": result.guardscan,
+        "target": portable(result.target),
+        "kernels": [portable(k) for k in result.kernels],
+        "archs": sorted({b.arch for b in matches}, key=arch_sort_key),
+        "quantization": result.quantization,
+        "backends": entries,
+    }
+    json.dump(data, stream, indent=2)
+    stream.write("\n")

@@ -1,8 +1,10 @@
 """report (Markdown): a table per option (choices x architectures), then why each
 blocked/unsupported cell is so, then a diagnostics summary.
 
-Meant for pull-request comments and wiki pages; deterministic (no timestamps,
-options and choices in scan order, archs in the order asked for).
+Meant for pull-request comments and wiki pages: a legend of the verdict words
+first, the condition behind each ``*`` under its table, paths relative to the
+directory holding each package (never a local path), deterministic (no
+timestamps, options and choices in scan order, archs in numeric order).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections import Counter
 from typing import IO, Any
 
 from guardscan.report import register
+from guardscan.report.answer import caveats, in_arch_order, marked, sorted_archs
 from guardscan.results import BackendVerdict, Evidence, ScanResult, Verdict
 
 __all__ = ["render_markdown"]
@@ -27,24 +30,41 @@ def _lines(result: ScanResult) -> list[str]:
     target = result.target
     out = [f"# guardscan report: {target.package} {target.version or '?'}", ""]
     out.append(f"- guardscan: {result.guardscan}")
-    out.append(f"- target: {_code(target.package)} {target.version or '?'} "
-               f"({_code(target.path)})")
+    out.append(f"- target: {_code(target.package)} {target.version or '?'}")
     if result.kernels:
         for kernel in result.kernels:
-            out.append(f"- kernels: {_code(kernel.package)} {kernel.version or '?'} "
-                       f"({_code(kernel.path)})")
+            out.append(f"- kernels: {_code(kernel.package)} {kernel.version or '?'}")
     else:
         out.append("- kernels: none read")
-    out.append(f"- architectures: {', '.join(result.archs) if result.archs else 'none'}")
+    archs = sorted_archs(result)
+    out.append(f"- architectures: {', '.join(archs) if archs else 'none'}")
     if result.quantization:
         out.append(f"- quantization: {_code(result.quantization)}")
     for note in result.notes:
-        out.append(f"- note: {_escape(note)}")
+        out.append(f"- note: {_escape(in_arch_order(note))}")
+    out.append("- paths are relative to the directory holding each package "
+               f"({_code(target.package + '/...')}"
+               + "".join(f", {_code(k.package + '/...')}" for k in result.kernels) + ")")
     out.append("")
+    out.extend(_LEGEND)
     out.extend(_tables(result))
     out.extend(_why(result))
     out.extend(_diagnostics(result))
     return out
+
+
+_LEGEND = [
+    "| verdict | meaning | safe to try |",
+    "|---|---|---|",
+    "| **blocked** | SGLang itself raises on that architecture | no |",
+    "| **unsupported** | SGLang accepts it, but a kernel on its path does not run there | no |",
+    "| supported | evidence that it runs there, and nothing blocks it | yes |",
+    "| unknown | no evidence either way | yes, without a promise |",
+    "",
+    ("\\* after a verdict: it changes under a condition, or a gate could still raise under "
+     "something guardscan cannot decide; the condition is listed under the table."),
+    "",
+]
 
 
 def _grouped(result: ScanResult) -> dict[str, dict[str, dict[str, BackendVerdict]]]:
@@ -57,11 +77,7 @@ def _grouped(result: ScanResult) -> dict[str, dict[str, dict[str, BackendVerdict
 
 
 def _archs(result: ScanResult) -> list[str]:
-    archs = list(result.archs)
-    for verdict in result.backends:
-        if verdict.arch not in archs:
-            archs.append(verdict.arch)
-    return archs
+    return sorted_archs(result)
 
 
 def _tables(result: ScanResult) -> list[str]:
@@ -70,8 +86,8 @@ def _tables(result: ScanResult) -> list[str]:
     grouped = _grouped(result)
     if not grouped:
         return [*out, "No backend options judged.", ""]
-    marked = False
     for option, choices in grouped.items():
+        starred: list[str] = []
         out.append(f"### {_code(option)}")
         out.append("")
         out.append("| choice | " + " | ".join(archs) + " |")
@@ -90,17 +106,26 @@ def _tables(result: ScanResult) -> list[str]:
                 word = verdict.verdict.value
                 if verdict.verdict in _EXPLAINED:
                     word = f"**{word}**"
-                if verdict.conditions:
+                if marked(verdict):
                     word += "\\*"
-                    marked = True
+                    starred.append(_star_line(verdict))
                 words.append(word)
             out.append(f"| {label} | " + " | ".join(words) + " |")
         out.append("")
-    if marked:
-        out.append("\\* the verdict changes under conditions listed in the JSON output "
-                   "(`conditions`), such as the quantization method.")
-        out.append("")
+        if starred:
+            out.extend(dict.fromkeys(starred))
+            out.append("")
     return out
+
+
+def _star_line(verdict: BackendVerdict) -> str:
+    """What a ``*`` stands for, said under its table."""
+    if verdict.conditions:
+        why = "; ".join(_escape(c) for c in verdict.conditions)
+    else:
+        why = "a gate could still raise at " + ", ".join(
+            _code(f"{c.path}:{c.line}") for c in caveats(verdict))
+    return f"- \\* {_code(verdict.choice)} on {verdict.arch}: {why}"
 
 
 def _why(result: ScanResult) -> list[str]:

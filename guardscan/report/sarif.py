@@ -6,20 +6,23 @@ not be analysed (``file-*`` diagnostics) are ``toolExecutionNotifications`` of
 the invocation, not results, because they are about the scan, not the code.
 Artifact URIs are relative to ``PKGROOT`` (the directory holding the scanned
 package, so ``sglang/srt/...`` resolves) or ``KERNELROOT`` for the kernel
-library, so a report stays valid when the tree moves. Output is deterministic:
-sorted, no timestamps, no absolute paths outside ``originalUriBaseIds``.
+library, so a report stays valid when the tree moves; ``originalUriBaseIds``
+describes both without a ``uri`` (those directories are local paths, which no
+report carries: the viewer supplies them). Output is deterministic: sorted, no
+timestamps, no absolute paths.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import IO, Any
 from urllib.parse import quote
 
 from guardscan.report import register
-from guardscan.results import BackendVerdict, Diagnostic, Evidence, Role, ScanResult, Verdict
+from guardscan.report.answer import deciding_evidence
+from guardscan.report.json_ import portable
+from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
@@ -40,11 +43,6 @@ _VERDICT_RULES: dict[Verdict, tuple[str, str, str]] = {
         "warning", "BackendUnsupported",
         ("SGLang accepts this backend choice, but a kernel on its required path declares "
          "that it does not run on the architecture.")),
-}
-#: Roles that can decide each verdict; the chain's last such line is the location.
-_DECIDING_ROLES: dict[Verdict, tuple[Role, ...]] = {
-    Verdict.BLOCKED: (Role.GATE, Role.IMPORT),
-    Verdict.UNSUPPORTED: (Role.KERNEL,),
 }
 _FILE_PREFIX = "file-"
 
@@ -134,16 +132,6 @@ def _message_templates() -> dict[str, str]:
 
 
 # -- results -------------------------------------------------------------------------------
-def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
-    """The line that decides a blocked/unsupported verdict: the chain's last
-    deciding-role line that is not a mere caveat, else its last line."""
-    roles = _DECIDING_ROLES.get(verdict.verdict, ())
-    for ev in reversed(verdict.evidence):
-        if ev.role in roles and not ev.note.startswith("could raise"):
-            return ev
-    return verdict.evidence[-1] if verdict.evidence else None
-
-
 def _verdict_result(verdict: BackendVerdict, rule_index: dict[str, int],
                     bases: _Bases) -> dict[str, Any]:
     rule_id = verdict.verdict.value
@@ -228,8 +216,8 @@ def _arch_position(result: ScanResult, arch: str) -> int:
 
 def _run_properties(result: ScanResult) -> dict[str, Any]:
     properties: dict[str, Any] = {
-        "target": result.target.to_json(),
-        "kernels": [k.to_json() for k in result.kernels],
+        "target": portable(result.target),
+        "kernels": [portable(k) for k in result.kernels],
         "archs": list(result.archs),
         "quantization": result.quantization,
     }
@@ -244,9 +232,8 @@ class _Bases:
 
     def __init__(self, result: ScanResult) -> None:
         self.target_package = result.target.package
-        self.roots: dict[str, tuple[str, str]] = {
-            TARGET_BASE: (_parent_uri(result.target.path),
-                          f"directory holding the scanned {result.target.package}"),
+        self.roots: dict[str, str] = {
+            TARGET_BASE: f"directory holding the scanned {result.target.package}",
         }
         self.kernel_bases: dict[str, str] = {}
         for number, kernel in enumerate(result.kernels, start=1):
@@ -254,12 +241,13 @@ class _Bases:
                 continue
             base = KERNEL_BASE if number == 1 else f"{KERNEL_BASE}{number}"
             self.kernel_bases[kernel.package] = base
-            self.roots[base] = (_parent_uri(kernel.path),
-                                f"directory holding the kernel library {kernel.package}")
+            self.roots[base] = f"directory holding the kernel library {kernel.package}"
 
     def original_uri_base_ids(self) -> dict[str, Any]:
-        return {base: {"uri": uri, "description": {"text": text}}
-                for base, (uri, text) in sorted(self.roots.items())}
+        # No "uri": the directories are local paths (a download cache, a
+        # checkout), which a report never carries; a SARIF viewer asks for them
+        return {base: {"description": {"text": text}}
+                for base, text in sorted(self.roots.items())}
 
     def artifact(self, path: str) -> dict[str, str]:
         first = path.split("/", 1)[0]
@@ -287,19 +275,3 @@ class _Bases:
         if diag.line >= 1:
             physical["region"] = {"startLine": diag.line, "startColumn": 1}
         return {"physicalLocation": physical}
-
-
-def _parent_uri(path: str) -> str:
-    """``file://`` URI of the directory holding ``path``, with the trailing slash
-    SARIF requires of a base URI."""
-    pure: PurePath = PureWindowsPath(path) if _looks_windows(path) else PurePosixPath(path)
-    parent = pure.parent
-    if parent.is_absolute():
-        uri = parent.as_uri()
-    else:  # a relative path (tests, odd callers): still a valid relative reference
-        uri = quote(parent.as_posix(), safe="/")
-    return uri if uri.endswith("/") else uri + "/"
-
-
-def _looks_windows(path: str) -> bool:
-    return len(path) > 2 and path[1] == ":" and path[2] in "\\/"

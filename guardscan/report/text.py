@@ -1,29 +1,262 @@
-"""report (text): a table per option, choices as rows, architectures as columns."""
+"""report (text): the answer first, per option, what to try and what to avoid on each architecture.
+
+The default report is a summary a person can act on (``guardscan.report.answer``
+decides its content): per option, the choices safe to try, best evidence first,
+the choices to avoid with their deciding line, the default and what ``auto``
+resolves to, and the condition behind every ``*``. Options with nothing
+decided fold into one line. ``verbose`` (``--verbose``) gives the full table,
+every choice on every architecture. Lines fit 100 columns; colour only when
+``color`` is set (the command line sets it for a terminal without ``NO_COLOR``).
+"""
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from collections import defaultdict
 from typing import IO, Any
 
+from guardscan.arch import ArchError, parse_arch
 from guardscan.report import register
-from guardscan.results import BackendVerdict, Role, ScanResult
+from guardscan.report.answer import (
+    ArchGroup,
+    OptionAnswer,
+    answers,
+    in_arch_order,
+    marked,
+    method_notes,
+    short_reason,
+    sorted_archs,
+)
+from guardscan.results import BackendVerdict, ScanResult, Verdict
 
-_CELL = {"blocked": "blocked", "unsupported": "unsupported", "supported": "supported",
-         "unknown": "unknown"}
+__all__ = ["WIDTH", "render_text"]
+
+WIDTH = 100
+
+_COLOURS = {"supported": "32", "unknown": "0", "blocked": "31", "unsupported": "33",
+            "option": "1", "dim": "2"}
+
+
+class _Style:
+    def __init__(self, colour: bool) -> None:
+        self.colour = colour
+
+    def __call__(self, text: str, what: str) -> str:
+        if not self.colour or not text:
+            return text
+        return f"\033[{_COLOURS[what]}m{text}\033[0m"
 
 
 @register("text")
 def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) -> None:
+    style = _Style(bool(options.get("color")))
+    lines = _header(result, options)
+    if options.get("verbose"):
+        lines += _table(result, style)
+    else:
+        lines += _summary(result, style)
+    lines += _footer(result, bool(options.get("verbose")))
+    stream.write("\n".join(lines) + "\n")
+
+
+# -- header and footer ------------------------------------------------------------------------
+def _header(result: ScanResult, options: dict[str, Any]) -> list[str]:
     target = result.target
-    stream.write(f"guardscan {result.guardscan}: {target.package} {target.version or '?'}"
-                 f" ({target.path})\n")
+    what = f"{target.package} {target.version or '(version unknown)'}"
     if result.kernels:
-        for kernel in result.kernels:
-            stream.write(f"kernels: {kernel.package} {kernel.version or '?'} ({kernel.path})\n")
-    for note in result.notes:
-        stream.write(f"note: {note}\n")
+        what += " with " + ", ".join(f"{k.package} {k.version or '(version unknown)'}"
+                                     for k in result.kernels)
+    archs = sorted_archs(result)
+    line = f"guardscan {result.guardscan}: {what}, on {_arch_names(archs)}"
+    source = options.get("arch_source")
+    if source:
+        line += f" ({source})"
     if result.quantization:
-        stream.write(f"quantization: {result.quantization}\n")
+        line += f", with --quantization {result.quantization}"
+    out = _wrap(line, "", "  ")
+    methods, others = method_notes(result)
+    verbose = bool(options.get("verbose"))
+    for note in others:
+        out.extend(_wrap(f"note: {in_arch_order(note)}", "", "      "))
+    if methods and verbose:
+        for _, note in methods:
+            out.extend(_wrap(f"note: {in_arch_order(note)}", "", "      "))
+    elif methods:
+        names = ", ".join(method for method, _ in methods)
+        where = "here" if len(archs) == 1 else "on some of these archs"
+        out.extend(_wrap(f"note: --quantization {names} rejected {where} whatever the backend "
+                         "(--verbose: where)", "", "      "))
+    return out
+
+
+def _arch_names(archs: list[str]) -> str:
+    """``sm120 (RTX PRO 6000, RTX 5090, ...)`` for one arch; names only for several."""
+    if len(archs) != 1:
+        return " ".join(archs) if archs else "no architecture"
+    try:
+        info = parse_arch(archs[0]).info
+    except ArchError:
+        info = None
+    if info is None or not info.gpus:
+        return archs[0]
+    gpus = ", ".join(info.gpus[:2]) + (", ..." if len(info.gpus) > 2 else "")
+    return f"{archs[0]} ({gpus})"
+
+
+def _footer(result: ScanResult, verbose: bool) -> list[str]:
+    out = [""]
+    if verbose:
+        out.append("* = the verdict changes under a condition, or a gate could still raise "
+                   "under one guardscan")
+        out.append("    cannot decide (model, env, quantization); --format json lists them.")
+    else:
+        out.append("supported = evidence it runs; unknown = no evidence either way (safe to "
+                   "try, no promise);")
+        out.append("blocked = SGLang raises; unsupported = a kernel on its path does not run "
+                   "there.")
+    out.append("Why: guardscan explain CHOICE --option OPTION --arch ARCH TARGET; every chain: "
+               "--format json.")
+    if result.diagnostics:
+        counts: dict[str, int] = defaultdict(int)
+        for diag in set(result.diagnostics):
+            counts[diag.code] += 1
+        summary = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
+        out.extend(_wrap(f"diagnostics: {summary} (--format json lists them)", "", "  "))
+    return out
+
+
+# -- the summary ------------------------------------------------------------------------------
+def _summary(result: ScanResult, style: _Style) -> list[str]:
+    decided, nothing = answers(result)
+    archs = sorted_archs(result)
+    out: list[str] = []
+    if not decided and not nothing:
+        return ["", "No backend options judged."]
+    for answer in decided:
+        out.append("")
+        out.extend(_option(answer, style, several=len(archs) > 1))
+    if nothing:
+        out.append("")
+        where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
+        out.extend(_wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
+                         f"promise): {', '.join(nothing)}", "", "  "))
+    return out
+
+
+def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
+    head = style(answer.option, "option") + "  " + _default_words(answer.default)
+    out: list[str] = []
+    if len(answer.groups) == 1 and not several:
+        auto = _auto_words(answer.groups[0])
+        out.extend(_wrap(head + (f"; auto can become {auto}" if auto else ""), "", "    "))
+        out.extend(_group(answer.groups[0], "  ", style))
+        return out
+    out.append(head)
+    for group in answer.groups:
+        auto = _auto_words(group)
+        out.extend(_wrap(f"{' '.join(group.archs)}:" + (f" auto can become {auto}" if auto
+                                                         else ""), "  ", "    "))
+        out.extend(_group(group, "    ", style))
+    return out
+
+
+def _default_words(default: str | None) -> str:
+    """The option's default as the user would type it (its source is Python)."""
+    if default is None:
+        return "(no default)"
+    try:
+        value = ast.literal_eval(default)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return f"(default: {default})"
+    if value is None:
+        return "(no default: SGLang picks)"
+    return f"(default: {value})"
+
+
+def _auto_words(group: ArchGroup) -> str:
+    return " or ".join(dict.fromkeys(choice for choice, _ in group.auto))
+
+
+def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
+    out: list[str] = []
+    label = indent + "try    "
+    rest = " " * len(label)
+    star = group.marked_choices
+
+    def names(choices: tuple[str, ...]) -> str:
+        return ", ".join(c + ("*" if c in star else "") for c in choices)
+
+    parts = []
+    if group.supported:
+        parts.append(f"{names(group.supported)} ({style('supported', 'supported')})")
+    if group.unknown:
+        parts.append(f"{names(group.unknown)} (unknown)")
+    out.extend(_wrap("; ".join(parts) or "nothing: every choice is to avoid here", label, rest))
+    for avoid in group.avoid:
+        word = style(avoid.verdict.value, avoid.verdict.value)
+        mark = "*" if avoid.choice in star else ""
+        where = (f"{avoid.deciding.path}:{avoid.deciding.line}" if avoid.deciding
+                 else "no deciding line recorded")
+        reason = short_reason(avoid.deciding) if avoid.deciding else ""
+        head = f"{indent}avoid  {avoid.choice}{mark} ({word}): "
+        line = head + (f"{reason}, " if reason else "") + where
+        if _visible_len(line) <= WIDTH:
+            out.append(line)
+        else:  # the place on a line of its own: a cut path is no use
+            out.append(_fit(head + reason if reason else head.rstrip(": "), style))
+            out.append(_fit(f"{rest}at {where}", style))
+    for marker in group.markers:
+        if marker.conditions:
+            why = "; ".join(marker.conditions)
+        else:
+            places = ", ".join(f"{c.path}:{c.line}" for c in marker.caveats)
+            why = f"may still raise: {places}"
+        out.extend(_wrap(f"{marker.choice}: {why}", f"{indent}*      ", rest))
+    return out
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(text, width=WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_on_hyphens=False, break_long_words=True) or [first.rstrip()]
+
+
+def _fit(line: str, style: _Style, keep: str = "") -> str:
+    """One line cut to WIDTH visible columns (colour codes do not count); ``keep``,
+    the line's tail, survives the cut: the text before it is shortened."""
+    if _visible_len(line) <= WIDTH:
+        return line
+    head = line[:len(line) - len(keep)] if keep and line.endswith(keep) else line
+    tail = line[len(head):]
+    room = WIDTH - _visible_len(tail) - 4
+    out, count, i = [], 0, 0
+    while i < len(head) and count < room:
+        if head[i] == "\033":
+            end = head.index("m", i) + 1
+            out.append(head[i:end])
+            i = end
+            continue
+        out.append(head[i])
+        count += 1
+        i += 1
+    reset = "\033[0m" if style.colour else ""
+    return "".join(out).rstrip(" ,") + reset + "..., " + tail if tail else \
+        "".join(out) + reset + "..."
+
+
+def _visible_len(line: str) -> int:
+    length, i = 0, 0
+    while i < len(line):
+        if line[i] == "\033":
+            i = line.index("m", i) + 1
+            continue
+        length += 1
+        i += 1
+    return length
+
+
+# -- the full table (--verbose) ---------------------------------------------------------------
+def _table(result: ScanResult, style: _Style) -> list[str]:
     rows: dict[tuple[str, str], dict[str, BackendVerdict]] = defaultdict(dict)
     order: list[tuple[str, str]] = []
     for backend in result.backends:
@@ -31,16 +264,18 @@ def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
         if key not in rows:
             order.append(key)
         rows[key][backend.arch] = backend
-    archs = result.archs
-    width = max([len(_CELL["unsupported"]) + 1, *(len(a) for a in archs)]) + 1
+    archs = sorted_archs(result)
+    width = max([len(Verdict.UNSUPPORTED.value) + 2, *(len(a) + 1 for a in archs)])
+    out: list[str] = []
     current_option = None
     for option, choice in order:
         if option != current_option:
             current_option = option
             choices = [c for o, c in order if o == option]
             first = max(24, *(len(c) + 3 for c in choices))
-            stream.write("\n" + option + "\n" + "  choice".ljust(first)
-                         + "".join(a.ljust(width) for a in archs).rstrip() + "\n")
+            out.append("")
+            out.append(style(option, "option"))
+            out.append(("  choice".ljust(first) + "".join(a.ljust(width) for a in archs)).rstrip())
         cells = []
         marks = ""
         for arch in archs:
@@ -48,22 +283,9 @@ def render_text(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
             if verdict is None:
                 cells.append("-".ljust(width))
                 continue
-            word = _CELL[verdict.verdict.value]
-            if verdict.conditions or any(e.role == Role.GATE and "could raise" in e.note
-                                         for e in verdict.evidence):
-                word += "*"
-            cells.append(word.ljust(width))
+            word = verdict.verdict.value + ("*" if marked(verdict) else "")
+            cells.append(style(word, verdict.verdict.value) + " " * (width - len(word)))
             if verdict.platform:
                 marks = f"  ({verdict.platform} only, per its docs)"
-        stream.write(f"  {choice}".ljust(first) + "".join(cells).rstrip() + marks + "\n")
-    stream.write(
-        "\n* = a gate could still raise there under conditions guardscan cannot decide "
-        "(model, env, quantization).\n"
-        "Evidence: guardscan explain CHOICE --option OPTION --arch ARCH TARGET, "
-        "or --format json for every chain.\n")
-    if result.diagnostics:
-        counts: dict[str, int] = defaultdict(int)
-        for diag in result.diagnostics:
-            counts[diag.code] += 1
-        summary = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
-        stream.write(f"diagnostics: {summary} (--format json lists them)\n")
+        out.append((f"  {choice}".ljust(first) + "".join(cells)).rstrip() + marks)
+    return out

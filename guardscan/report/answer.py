@@ -1,0 +1,304 @@
+"""report (the answer): what a scan result says to try and to avoid, per option and architecture.
+
+Every human-facing renderer (text, Markdown, ``explain``) reads a ScanResult
+through here, so they agree on what is safe to try, what to avoid and why. It
+decides nothing about verdicts: it sorts and groups the verdicts, evidence and
+conditions the scan produced, and words the deciding line of each.
+
+- **try**: ``supported`` choices (evidence that they run), then ``unknown``
+  ones (no evidence either way), in the scanned version's order;
+- **avoid**: ``blocked`` and ``unsupported`` choices, each with its deciding
+  line (``deciding_evidence``) and that line's note;
+- **marked**: choices whose verdict would change under a condition
+  (``conditions``) or that a gate could still reject under something the scan
+  cannot decide (a ``could raise`` caveat);
+- **auto**: the choices ``auto`` resolves to on the architecture, from the
+  ``default`` evidence on their chains;
+- **other platforms**: choices documented for a non-CUDA platform only.
+
+Architectures with the same answer for an option are grouped; options are
+ordered by how much the scan decided for them (the share of their CUDA choices
+with a verdict other than ``unknown``), most first, ties in the scanned order;
+options with nothing decided on any requested architecture are listed apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from guardscan.arch import ArchError, parse_arch
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanResult, Verdict
+
+__all__ = [
+    "ArchGroup",
+    "OptionAnswer",
+    "answers",
+    "arch_sort_key",
+    "caveats",
+    "deciding_evidence",
+    "describe_fact",
+    "method_notes",
+    "sorted_archs",
+]
+
+_AVOID = (Verdict.BLOCKED, Verdict.UNSUPPORTED)
+#: Roles that can decide each verdict; the chain's last such line decides.
+_DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
+    Verdict.BLOCKED: (Role.GATE.value, Role.IMPORT.value),
+    Verdict.UNSUPPORTED: (Role.KERNEL.value,),
+    Verdict.SUPPORTED: (Role.KERNEL.value, Role.GATE.value, Role.DEFAULT.value),
+}
+_CAVEAT = "could raise"
+
+
+def arch_sort_key(name: str) -> tuple[int, int, str]:
+    """Numeric order: sm80 < sm90 < sm100 < sm120 (names that do not parse last)."""
+    try:
+        arch = parse_arch(name)
+    except ArchError:
+        return (1 << 30, 0, name)
+    return (arch.major, arch.minor, name)
+
+
+def sorted_archs(result: ScanResult) -> list[str]:
+    """The result's architectures, and any a verdict names, in numeric order."""
+    names = set(result.archs) | {b.arch for b in result.backends}
+    return sorted(names, key=arch_sort_key)
+
+
+def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
+    """The line that decides a verdict: the chain's last line of a role that can
+    decide it and is not a mere caveat, else its last line (None: no chain)."""
+    roles = _DECIDING_ROLES.get(verdict.verdict, ())
+    for ev in reversed(verdict.evidence):
+        if ev.role in roles and not ev.note.startswith(_CAVEAT):
+            return ev
+    if verdict.verdict is Verdict.UNKNOWN:
+        return None
+    return verdict.evidence[-1] if verdict.evidence else None
+
+
+def caveats(verdict: BackendVerdict) -> list[Evidence]:
+    """Gates on the chain that could still raise under something undecidable."""
+    return [ev for ev in verdict.evidence
+            if ev.role == Role.GATE.value and ev.note.startswith(_CAVEAT)]
+
+
+def marked(verdict: BackendVerdict) -> bool:
+    return bool(verdict.conditions) or bool(caveats(verdict))
+
+
+#: What each kind of kernel-library fact is, and how much it says, in plain words
+#: (``guardscan.kernels`` writes the kind first in the note: ``jit-spec: ...``).
+_FACT_KINDS: dict[str, tuple[str, str, str]] = {
+    # kind: (what it is, strength when it excludes, strength when it admits)
+    "decorator": ("a capability declaration on the kernel (@supported_compute_capability)",
+                  "strong: the kernel itself declares where it runs",
+                  "strong: the kernel itself declares where it runs"),
+    "backend-requirement": ("a backend requirement table of the kernel (@backend_requirement)",
+                            "strong: the kernel checks this before it runs",
+                            "strong: the kernel checks this before it runs"),
+    "check": ("a capability check that raises in the kernel library",
+              "strong: the call raises there",
+              "strong: the check lets it through"),
+    "jit-spec": ("a JIT build spec (the architectures a module is compiled for)",
+                 "strong: nothing is compiled for it, so the module cannot load",
+                 ("moderate: the module compiles for it; which kernels it holds is "
+                  "decided at run time")),
+    "dispatch": ("a per-architecture dispatch in the kernel library",
+                 "moderate: no branch is taken for it",
+                 "weak: a branch exists for it, what it calls decides"),
+    "table": ("a per-architecture table in the kernel library",
+              "moderate: the table has no entry for it",
+              "weak: the table has an entry for it, what it leads to decides"),
+}
+_ROLE_FACTS: dict[str, tuple[str, str]] = {
+    Role.GATE.value: ("a check in SGLang that raises (raise / assert)",
+                      "strong: SGLang itself refuses it there"),
+    Role.IMPORT.value: ("a name SGLang binds only under a device guard",
+                        "strong: the name is missing there, so using it fails"),
+    Role.DEFAULT.value: ("a default SGLang picks under a device condition",
+                         "moderate: SGLang chooses it itself there"),
+    Role.DOC.value: ("a claim in the option's help text", "weak: documentation only"),
+    Role.SELECT.value: ("a device test that picks an implementation",
+                        "none: picking is not a claim of support"),
+}
+_KIND = re.compile(r"^(?P<kind>[a-z][a-z-]*): ")
+
+
+def describe_fact(ev: Evidence, verdict: Verdict) -> tuple[str, str]:
+    """(what kind of fact the line is, how strong it is) in plain words."""
+    if ev.role == Role.KERNEL.value:
+        match = _KIND.match(ev.note)
+        kind = match.group("kind") if match else ""
+        if kind in _FACT_KINDS:
+            what, excludes, admits = _FACT_KINDS[kind]
+            return what, excludes if verdict in _AVOID else admits
+        return "a fact in the kernel library", "as the note says"
+    if ev.role == Role.GATE.value and verdict is Verdict.SUPPORTED:
+        return ("a check in SGLang that raises elsewhere and admits this architecture",
+                "moderate: SGLang's own check lets it through")
+    return _ROLE_FACTS.get(ev.role, (f"a {ev.role} line", "as the note says"))
+
+
+@dataclass(frozen=True, slots=True)
+class Avoid:
+    choice: str
+    verdict: Verdict
+    deciding: Evidence | None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    choice: str
+    conditions: tuple[str, ...]
+    caveats: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArchGroup:
+    """Architectures on which an option's answer is the same."""
+
+    archs: tuple[str, ...]
+    supported: tuple[str, ...]
+    unknown: tuple[str, ...]
+    avoid: tuple[Avoid, ...]
+    markers: tuple[Marker, ...]
+    auto: tuple[tuple[str, Evidence], ...]  # (choice auto resolves to, where)
+    other_platforms: tuple[tuple[str, str], ...]  # (choice, platform)
+
+    @property
+    def marked_choices(self) -> frozenset[str]:
+        return frozenset(m.choice for m in self.markers)
+
+
+@dataclass(slots=True)
+class OptionAnswer:
+    option: str
+    info: OptionInfo | None
+    groups: list[ArchGroup] = field(default_factory=list)
+    decided: float = 0.0  # share of CUDA cells with a verdict other than unknown
+
+    @property
+    def default(self) -> str | None:
+        return self.info.default if self.info is not None else None
+
+
+def _signature(group: ArchGroup) -> tuple[object, ...]:
+    """What must agree for two architectures to share a group: the choices per
+    answer, and each avoided choice's deciding line."""
+    return (group.supported, group.unknown,
+            tuple((a.choice, a.verdict, (a.deciding.path, a.deciding.line)
+                   if a.deciding else None) for a in group.avoid),
+            tuple((m.choice, m.conditions, tuple((c.path, c.line) for c in m.caveats))
+                  for m in group.markers),
+            tuple(choice for choice, _ in group.auto), group.other_platforms)
+
+
+def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
+    supported: list[str] = []
+    unknown: list[str] = []
+    avoid: list[Avoid] = []
+    markers: list[Marker] = []
+    auto: list[tuple[str, Evidence]] = []
+    other: list[tuple[str, str]] = []
+    for verdict in verdicts:
+        if verdict.platform:
+            other.append((verdict.choice, verdict.platform))
+            continue
+        if verdict.verdict is Verdict.SUPPORTED:
+            supported.append(verdict.choice)
+        elif verdict.verdict is Verdict.UNKNOWN:
+            unknown.append(verdict.choice)
+        else:
+            avoid.append(Avoid(verdict.choice, verdict.verdict, deciding_evidence(verdict)))
+        if marked(verdict):
+            markers.append(Marker(verdict.choice, verdict.conditions,
+                                  tuple(caveats(verdict))))
+        if verdict.verdict.safe_to_try:
+            for ev in verdict.evidence:
+                if ev.role == Role.DEFAULT.value:
+                    auto.append((verdict.choice, ev))
+                    break
+    return ArchGroup((arch,), tuple(supported), tuple(unknown), tuple(avoid), tuple(markers),
+                     tuple(auto), tuple(other))
+
+
+def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
+    """(options with something decided, best first; options with nothing decided)."""
+    archs = sorted_archs(result)
+    infos = {o.flag: o for o in result.options}
+    by_option: dict[str, dict[str, list[BackendVerdict]]] = {}
+    for verdict in result.backends:
+        by_option.setdefault(verdict.option, {}).setdefault(verdict.arch, []).append(verdict)
+    decided: list[tuple[float, int, OptionAnswer]] = []
+    nothing: list[str] = []
+    for position, (option, per_arch) in enumerate(by_option.items()):
+        cuda = [v for cells in per_arch.values() for v in cells if not v.platform]
+        known = [v for v in cuda if v.verdict is not Verdict.UNKNOWN]
+        if not known and not any(marked(v) for v in cuda):
+            nothing.append(option)
+            continue
+        answer = OptionAnswer(option, infos.get(option),
+                              decided=len(known) / len(cuda) if cuda else 0.0)
+        groups: dict[tuple[object, ...], ArchGroup] = {}
+        for arch in archs:
+            if arch not in per_arch:
+                continue
+            one = _arch_answer(arch, per_arch[arch])
+            key = _signature(one)
+            if key in groups:
+                first = groups[key]
+                groups[key] = dataclasses.replace(first, archs=(*first.archs, arch))
+            else:
+                groups[key] = one
+        answer.groups = list(groups.values())
+        decided.append((-answer.decided, position, answer))
+    decided.sort(key=lambda item: (item[0], item[1]))
+    return [answer for _, _, answer in decided], nothing
+
+
+_METHOD_NOTE = re.compile(r"^--quantization (?P<method>\S+) ")
+
+
+def method_notes(result: ScanResult) -> tuple[list[tuple[str, str]], list[str]]:
+    """The notes split into (method, note) for notes about one ``--quantization``
+    method, and the others (about the scan as a whole)."""
+    methods: list[tuple[str, str]] = []
+    others: list[str] = []
+    for note in result.notes:
+        match = _METHOD_NOTE.match(note)
+        if match:
+            methods.append((match.group("method"), note))
+        else:
+            others.append(note)
+    return methods, others
+
+
+_ARCH_LIST = re.compile(r"\bsm\d+(?:, sm\d+)+\b")
+
+
+def in_arch_order(text: str) -> str:
+    """A note's lists of architectures in numeric order (``sm80, sm100``)."""
+    return _ARCH_LIST.sub(
+        lambda m: ", ".join(sorted(m.group(0).split(", "), key=arch_sort_key)), text)
+
+
+def short_reason(ev: Evidence) -> str:
+    """A deciding line's note cut to its head: ``raises on sm120`` of a gate's
+    ``raises on sm120: <condition>``, ``jit-spec: capability major in [10]`` of a
+    kernel fact's ``jit-spec: capability major in [10] -> false (...)``."""
+    note = ev.note.strip()
+    if not note:
+        return ""
+    if ev.role == Role.KERNEL.value:
+        head = note.split(" -> ", 1)[0]
+        return head if head != note or len(note) <= 60 else ""
+    if ev.role == Role.IMPORT.value:
+        return "a name it needs is bound only under a device guard"
+    # a gate's head ("raises on sm120") says no more than ``blocked``; its
+    # condition is too long for one line (explain shows it)
+    return ""

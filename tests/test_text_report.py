@@ -1,0 +1,232 @@
+"""The human-facing reports on hand-built results: the text summary (try, avoid,
+markers, auto, folding, order, width, colour), the verbose table, explain's hop
+order, the Markdown legend, and no local path in any format."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+import pytest
+import realtrees
+from test_report import DEFINITION, OPTION, small_result
+
+from guardscan.report import render
+from guardscan.report.answer import answers, arch_sort_key, in_arch_order
+from guardscan.report.explain import ordered_hops
+from guardscan.results import (
+    BackendVerdict,
+    Evidence,
+    OptionInfo,
+    PackageRef,
+    ScanResult,
+    Verdict,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = "/cache/trees"  # where small_result's packages "live"
+
+MODULE = Evidence("sglang/srt/layers/moe/runner_x.py", 1, "link", "import torch",
+                  "module named for x")
+CALL = Evidence("sglang/srt/layers/moe/runner_x.py", 40, "link", "run_x(a)", "run_x")
+DEFAULT = Evidence("sglang/srt/server_args.py", 900, "default",
+                   'self.moe_runner_backend = "cutlass"',
+                   "--moe-runner-backend auto resolves to cutlass when capability major == 12")
+
+
+def text(result: ScanResult, **options: object) -> str:
+    stream = io.StringIO()
+    render(result, stream, "text", dict(options))
+    return stream.getvalue()
+
+
+def with_more(result: ScanResult) -> ScanResult:
+    """small_result plus an option with nothing decided and a default line."""
+    quiet = "--grammar-backend"
+    result.options.append(OptionInfo(quiet, "grammar_backend", ("xgrammar", "none"),
+                                     "sglang/srt/server_args.py", 10, default='"xgrammar"'))
+    result.backends += [BackendVerdict(quiet, c, a, None, Verdict.UNKNOWN, (DEFINITION,))
+                        for c in ("xgrammar", "none") for a in ("sm90", "sm120")]
+    result.backends = [
+        BackendVerdict(b.option, b.choice, b.arch, b.quantization, b.verdict,
+                       (*b.evidence, DEFAULT), b.platform, b.conditions)
+        if (b.choice, b.arch) == ("cutlass", "sm120") else b for b in result.backends]
+    result.archs = ["sm120", "sm90"]  # as an API caller may give them
+    return result
+
+
+def test_summary_says_what_to_try_and_avoid_per_arch() -> None:
+    out = text(with_more(small_result()))
+    lines = out.splitlines()
+    assert lines[0] == "guardscan 0.1.0: sglang 0.5.9 with flashinfer 0.6.3, on sm90 sm120"
+    block = out.split(f"\n{OPTION}  (default: auto)\n", 1)[1].split("\n\n", 1)[0]
+    assert block.splitlines() == [
+        "  sm90:",
+        "    try    auto (unknown)",
+        "    avoid  flashinfer_trtllm (blocked): sglang/srt/server_args.py:1201",
+        ("    avoid  cutlass (unsupported): declares sm100, sm103 only, "
+         "flashinfer/fused_moe/core.py:40"),
+        "  sm120: auto can become cutlass",
+        "    try    cutlass (supported); auto (unknown)",
+        "    avoid  flashinfer_trtllm* (blocked): sglang/srt/server_args.py:1201",
+        "    *      flashinfer_trtllm: blocked with --quantization fp8",
+    ]
+
+
+def test_options_with_nothing_decided_fold_into_one_line() -> None:
+    out = text(with_more(small_result()))
+    assert "\n--grammar-backend" not in out
+    assert ("nothing known on any of these archs, every choice unknown (safe to try, no "
+            "promise): --grammar-backend") in " ".join(out.split())
+
+
+def test_summary_lines_fit_100_columns_and_carry_no_local_path() -> None:
+    result = with_more(small_result())
+    long_note = ("--quantization w8a8_fp8 is rejected on sm90, sm120 whatever the backend "
+                 "(sglang/srt/layers/quantization/w8a8_fp8.py:40; use --quantization w8a8_fp8 "
+                 "to judge choices under it)")
+    result.notes.append(long_note)
+    for options in ({}, {"verbose": True}):
+        out = text(result, **options)
+        assert all(len(line) <= 100 for line in out.splitlines()), out
+        assert LOCAL not in out
+
+
+def test_method_notes_are_summarised_unless_verbose() -> None:
+    result = small_result()
+    result.notes = [("--quantization w8a8_fp8 is rejected on sm120, sm90 whatever the backend "
+                     "(x.py:1; use --quantization w8a8_fp8 to judge choices under it)"),
+                    "kernel facts not available in this build"]
+    out = " ".join(text(result).split())
+    assert ("note: --quantization w8a8_fp8 rejected on some of these archs whatever the "
+            "backend (--verbose: where)") in out
+    assert "note: kernel facts not available in this build" in out
+    assert "is rejected on sm90, sm120" in " ".join(text(result, verbose=True).split())
+
+
+def test_verbose_is_the_full_table_in_numeric_arch_order() -> None:
+    result = small_result()
+    result.archs = ["sm120", "sm90"]
+    out = text(result, verbose=True)
+    lines = out.splitlines()
+    header = lines.index(OPTION)
+    assert lines[header + 1].split() == ["choice", "sm90", "sm120"]
+    assert lines[header + 3].split() == ["flashinfer_trtllm", "blocked", "blocked*"]
+
+
+def test_colour_only_when_asked() -> None:
+    assert "\033[" not in text(small_result())
+    coloured = text(small_result(), color=True)
+    assert "\033[31mblocked\033[0m" in coloured
+    assert coloured.replace("\033[31m", "").replace("\033[33m", "").replace(
+        "\033[32m", "").replace("\033[1m", "").replace("\033[0m", "") == text(small_result())
+
+
+def test_cli_colour_respects_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardscan.cli import _colour
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert _colour(Terminal()) is True
+    assert _colour(io.StringIO()) is False
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert _colour(Terminal()) is False
+
+
+def test_options_most_decided_first() -> None:
+    result = with_more(small_result())
+    half = "--fp4-gemm-backend"
+    result.backends += [BackendVerdict(half, c, a, None, v, (DEFINITION,))
+                        for c, v in (("a", Verdict.SUPPORTED), ("b", Verdict.UNKNOWN),
+                                     ("c", Verdict.UNKNOWN), ("d", Verdict.UNKNOWN))
+                        for a in ("sm90", "sm120")]
+    decided, nothing = answers(result)
+    assert [a.option for a in decided] == [OPTION, half]
+    assert nothing == ["--grammar-backend"]
+
+
+def test_arch_order_is_numeric() -> None:
+    assert sorted(["sm120", "sm80", "sm100", "sm90"], key=arch_sort_key) == [
+        "sm80", "sm90", "sm100", "sm120"]
+    assert in_arch_order("rejected on sm100, sm120, sm80, sm90 whatever") == (
+        "rejected on sm80, sm90, sm100, sm120 whatever")
+
+
+def test_explain_hops_enter_a_module_before_its_lines() -> None:
+    gate = Evidence("sglang/srt/layers/moe/runner_x.py", 44, "gate", "raise X",
+                    "raises on sm90: ...")
+    caveat = Evidence("sglang/srt/y.py", 3, "gate", "assert y", "could raise on sm90 ...")
+    verdict = BackendVerdict(OPTION, "x", "sm90", None, Verdict.BLOCKED,
+                             (DEFINITION, CALL, gate, caveat, MODULE))
+    assert ordered_hops(verdict) == [DEFINITION, MODULE, CALL, gate, caveat]
+    registration = Evidence("sglang/srt/layers/moe/runner_x.py", 30, "link",
+                            '@register("x")', "registered for x")
+    verdict = BackendVerdict(OPTION, "x", "sm90", None, Verdict.BLOCKED,
+                             (DEFINITION, CALL, gate, registration))
+    assert ordered_hops(verdict) == [DEFINITION, registration, CALL, gate]
+
+
+# -- no local path in any format; Markdown's legend ------------------------------------------
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "markdown"])
+def test_no_format_carries_a_local_path(fmt: str) -> None:
+    stream = io.StringIO()
+    render(small_result(), stream, fmt, {"verbose": False})
+    assert LOCAL not in stream.getvalue()
+
+
+def test_json_package_paths_are_relative() -> None:
+    stream = io.StringIO()
+    render(small_result(), stream, "json")
+    data = json.loads(stream.getvalue())
+    assert data["target"]["path"] == "sglang"
+    assert [k["path"] for k in data["kernels"]] == ["flashinfer"]
+
+
+def test_markdown_carries_a_legend_and_explains_each_star() -> None:
+    stream = io.StringIO()
+    render(small_result(), stream, "markdown")
+    out = stream.getvalue()
+    legend = out.split("## Verdicts", 1)[0]
+    for word in ("**blocked**", "**unsupported**", "| supported |", "| unknown |", "\\*"):
+        assert word in legend
+    assert "- \\* `flashinfer_trtllm` on sm120: blocked with --quantization fp8" in out
+
+
+def test_result_without_kernels_or_version() -> None:
+    result = ScanResult(guardscan="0.1.0", target=PackageRef("sglang", None, "/x/sglang"))
+    out = text(result)
+    assert out.startswith("guardscan 0.1.0: sglang (version unknown), on no architecture")
+    assert "No backend options judged." in out
+
+
+# -- the suite's own cache and the generated docs ----------------------------------------------
+def test_shared_test_cache_honours_the_environment(tmp_path: Path) -> None:
+    home = Path.home()
+    assert realtrees.shared_cache_dir({}) == home / ".cache" / "guardscan-tests"
+    assert realtrees.shared_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == (
+        tmp_path / "guardscan-tests")
+    assert realtrees.shared_cache_dir({"XDG_CACHE_HOME": "/x",
+                                       "GUARDSCAN_CACHE_DIR": str(tmp_path)}) == (
+        tmp_path / "tests")
+    assert realtrees.shared_cache_dir({"GUARDSCAN_CACHE_DIR": "/x",
+                                       "GUARDSCAN_TEST_CACHE": str(tmp_path)}) == tmp_path
+
+
+def test_generated_pages_do_not_talk_about_themselves() -> None:
+    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+    assert spec is not None and spec.loader is not None
+    gen_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_docs)
+    page = "docs/verdicts.md"
+    assert gen_docs.about_itself(
+        "Rules, in order (each documented in docs/verdicts.md, generated from here):",
+        page) == "Rules, in order:"
+    assert gen_docs.about_itself("drives docs/verdicts.md;", page) == "drives this page;"
+    for name in ("verdicts.md", "guard-forms.md"):
+        body = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        assert f"docs/{name}" not in body and "generated from here" not in body
