@@ -13,6 +13,7 @@ from typing import Protocol
 from guardscan.guards import OptionModel, Vocabulary
 from guardscan.index import Index
 from guardscan.link.context import LinkContext
+from guardscan.link.dict_registries import DictRegistries, choice_keys
 from guardscan.link.help_claims import help_claims
 from guardscan.link.model import Links
 from guardscan.link.named import NamedModules
@@ -82,6 +83,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     candidates = index.grep(tokens) if tokens else []
     candidates = _with_indirect(index, candidates, tokens)
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
+    tables = index.grep(choice_keys(ctx))
     if units.cold:
         index.prefetch(candidates)  # cold: parse on every core
     elif index.after_prefetch is not None:
@@ -98,6 +100,9 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     registered = RegisteredRegions(ctx)
     for rel in registering:
         units.unit(("registered", rel), partial(registered.scan, rel))
+    dicts = DictRegistries(ctx, registered)
+    for rel in tables:
+        units.unit(("table", rel), partial(dicts.scan, rel))
     named = NamedModules(ctx)
     for dest, choice, rel in named.modules():
         units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UnitKey", "UnitState", "Units"]
 
-#: ("file", rel), ("follow", rel), ("registered", rel), ("named", dest, choice, rel),
+#: ("file", rel), ("follow", rel), ("registered", rel), ("table", rel), ("named", dest, choice, rel),
 #: ("quantization",)
 UnitKey = tuple[str, ...]
 #: how to take, and restore, what a unit leaves for later units
