@@ -1,0 +1,138 @@
+"""Following the option's value: one fixture tree per form (fixtures/flow_<form>/).
+
+Each test checks the verdicts on sm90 sm100 sm120 and that the chain ends at
+the deciding line: a hook that sets another option (alias), a registry shared
+by twin options and an effective value that falls back to another option, an
+instance attribute set under device tests in ``__init__`` and read elsewhere,
+a module global set by a setter and mapped by an enum method, and a
+module-level table keyed by choices. The value model itself (``ChoiceV``,
+``AltV``) is checked through the vocabulary on the same trees.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from fixturetree import describe_chain, fixture, line_of, run_scan, verdict_of, verdicts
+
+from guardscan.acquire import acquire
+from guardscan.guards import ChoiceV, ConstV, Vocabulary
+from guardscan.index import Index
+from guardscan.link import option_model
+from guardscan.options import build_catalog
+from guardscan.predicate import OptionIs
+from guardscan.results import ScanResult
+
+ARCHS = ("sm90", "sm100", "sm120")
+WORDS = {"B": "blocked", "S": "supported", "U": "unknown"}
+
+
+@cache
+def scan(name: str, *options: str) -> ScanResult:
+    return run_scan(fixture(name), archs=list(ARCHS), option=list(options))
+
+
+def row(result: ScanResult, option: str, choice: str) -> str:
+    table = verdicts(result, option)
+    inverse = {v: k for k, v in WORDS.items()}
+    return "".join(inverse[table[(choice, arch)]] for arch in ARCHS)
+
+
+def deciding(result: ScanResult, option: str, choice: str, arch: str) -> tuple[str, int, str]:
+    last = verdict_of(result, choice, arch, option).evidence[-1]
+    return last.path, last.line, last.role
+
+
+def at(name: str, rel: str, needle: str) -> tuple[str, int]:
+    return rel, line_of(fixture(name) / rel, needle)
+
+
+def vocabulary(name: str) -> Vocabulary:
+    index = Index(acquire(str(fixture(name))), None)
+    catalog = build_catalog(index)
+    return Vocabulary(index, option_model(catalog.options, catalog.enums, catalog.quantization))
+
+
+def test_alias_hook_takes_on_the_gates_of_the_option_it_sets() -> None:
+    result = scan("flow_alias", "--moe-runner-backend", "--attention-backend")
+    assert row(result, "--attention-backend", "fa3") == "BSB"
+    # `--moe-runner-backend w` is rewritten into `--attention-backend fa3`
+    assert row(result, "--moe-runner-backend", "w") == "BSB"
+    assert row(result, "--moe-runner-backend", "x") == "UUU"
+    rel = "sglang/srt/arg_groups/hooks.py"
+    chain = verdict_of(result, "w", "sm120", "--moe-runner-backend").evidence
+    assert (rel, line_of(fixture("flow_alias") / rel, 'attention_backend="fa3"')) in [
+        (e.path, e.line) for e in chain], describe_chain(chain)
+    assert deciding(result, "--moe-runner-backend", "w", "sm120") == (
+        *at("flow_alias", rel, "raise ValueError"), "gate")
+
+
+def test_twin_options_share_the_registry_and_the_effective_value() -> None:
+    result = scan("flow_twins", "--attention-backend", "--prefill-attention-backend")
+    rel = "sglang/srt/layers/attention/attention_registry.py"
+    for option in ("--attention-backend", "--prefill-attention-backend"):
+        # the registered fa3 factory asserts "not SM100"
+        assert row(result, option, "fa3") == "SBS", option
+        assert deciding(result, option, "fa3", "sm100") == (
+            *at("flow_twins", rel, "assert not is_sm100_supported()"), "gate")
+        # `prefill if prefill else attention`: the same gate for both options,
+        # the split option taken as not given while the base one is judged
+        assert row(result, option, "flashinfer") == "BSB", option
+        assert deciding(result, option, "flashinfer", "sm90") == (
+            *at("flow_twins", rel, 'raise ValueError("flashinfer prefill'), "gate")
+
+
+def test_instance_attribute_set_in_init_decides_another_method() -> None:
+    result = scan("flow_instance_attr", "--moe-runner-backend")
+    rel = "sglang/srt/layers/moe/moe_runner/x.py"
+    assert row(result, "--moe-runner-backend", "x") == "BSS"
+    assert deciding(result, "--moe-runner-backend", "x", "sm90") == (
+        *at("flow_instance_attr", rel, "raise NotImplementedError"), "gate")
+
+
+def test_instance_attribute_reads_as_alternatives() -> None:
+    vocab = vocabulary("flow_instance_attr")
+    rel = "sglang/srt/layers/moe/moe_runner/x.py"
+    pred = vocab.predicate('self.kernel == "sm120"', rel, "XRunner.run", 20).predicate
+    text = pred.describe()
+    assert "capability major in [12]" in text and "not (" in text, text
+
+
+def test_setter_global_and_enum_method_give_each_choice_its_value() -> None:
+    vocab = vocabulary("flow_choice_values")
+    rel = "sglang/srt/layers/quantization/fp8_utils.py"
+    value = vocab.value("get_fp8_gemm_backend().library_name()", rel, "fp8_gemm", 40)
+    assert isinstance(value, ChoiceV), value
+    assert dict(value.table) == {"auto": ConstV("auto"), "cutlass": ConstV("lib_cutlass"),
+                                 "z": ConstV("z")}
+    pred = vocab.predicate('get_fp8_gemm_backend().library_name() == "lib_cutlass"', rel,
+                           "fp8_gemm", 40).predicate
+    assert pred == OptionIs("fp8_gemm_backend", frozenset({"cutlass"}))
+    result = scan("flow_choice_values", "--fp8-gemm-backend")
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "BSB"
+    assert row(result, "--fp8-gemm-backend", "z") == "UUU"
+    assert deciding(result, "--fp8-gemm-backend", "cutlass", "sm120") == (
+        *at("flow_choice_values", rel, "raise RuntimeError"), "gate")
+
+
+@pytest.mark.parametrize("text", ['"cutlass".removeprefix("cut")', 'f"lib_{x}"'])
+def test_string_computations_on_unknown_or_constant_text(text: str) -> None:
+    vocab = vocabulary("flow_choice_values")
+    value = vocab.value(text, "sglang/srt/layers/quantization/fp8_utils.py", "fp8_gemm", 40)
+    if "removeprefix" in text:
+        assert value == ConstV("lass")
+    else:  # an f-string of a name the tree does not define stays unknown
+        assert not isinstance(value, (ConstV, ChoiceV)), value
+
+
+def test_table_keyed_by_choices_is_code_run_for_each() -> None:
+    result = scan("flow_dict_registry", "--attention-backend")
+    rel = "sglang/srt/layers/attention/vision.py"
+    assert row(result, "--attention-backend", "fa3") == "SSB"
+    assert row(result, "--attention-backend", "triton") == "UUU"
+    chain = verdict_of(result, "fa3", "sm120", "--attention-backend").evidence
+    assert (*at("flow_dict_registry", rel, '"fa3": Fa3Attention'), "link") in [
+        (e.path, e.line, e.role) for e in chain], describe_chain(chain)
+    assert deciding(result, "--attention-backend", "fa3", "sm120") == (
+        *at("flow_dict_registry", rel, 'raise RuntimeError("fa3'), "gate")
