@@ -50,7 +50,7 @@ class Gates:
         for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
             if not mentions_device(cond):
                 continue
-            cond = conj(ctx.quant.condition(rel, scope), cond)
+            cond = ctx.quant.qualify(rel, scope, cond)
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = tuple(ctx.conditions.guard_hops(facts, path, scope, line))
             if dests:
@@ -88,7 +88,7 @@ class Gates:
             choices = set(value.values)
         else:
             return
-        cond = ctx.conditions.path(facts, path, scope)
+        cond = ctx.quant.qualify(facts.rel, scope, ctx.conditions.path(facts, path, scope))
         if not mentions_device(cond):
             return
         for choice in sorted(choices):
