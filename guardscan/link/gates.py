@@ -88,7 +88,7 @@ class Gates:
             choices = set(value.values)
         else:
             return
-        cond = ctx.quant.qualify(facts.rel, scope, ctx.conditions.path(facts, path, scope))
+        cond = ctx.quant.qualify(facts.rel, scope, ctx.conditions.path(facts, path, scope), True)
         if not mentions_device(cond):
             return
         for choice in sorted(choices):

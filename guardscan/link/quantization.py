@@ -136,7 +136,7 @@ class QuantizationMethods:
         self.past_budget, self.escapes = set(past), set(escapes)
         self.dirs, self._table_of = set(dirs), dict(table_of)
 
-    def qualify(self, rel: str, scope: str, cond: Predicate) -> Predicate:
+    def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False) -> Predicate:
         """``cond``, a guard's condition in ``scope`` of ``rel``, with the
         condition under which the quantization methods run that code.
 
@@ -147,22 +147,47 @@ class QuantizationMethods:
         One that tests the option for its choice (``if backend.is_x(): ...
         raise``) also counts without ``--quantization``: the choice only
         matters under a method that reaches it. Other gates keep every
-        condition on the way."""
+        condition on the way. ``evidence``: ``cond`` is evidence of support
+        (an ``auto`` default), which only the methods' own paths give."""
         if not self._inside(rel):
             return cond
         cond = self._instance_attributes(rel, scope, cond)
-        tested = [a for a in option_atoms(cond)]
+        tested = option_atoms(cond)
         variant = "full"
-        if tested:
+        if evidence:
+            variant = "evidence"
+        elif tested:
             variant = "chosen" if _positive_option_test(cond) else "choice"
+        if variant == "choice":
+            cond = self._default_resolved(cond)
         return conj(self.condition(rel, scope, variant), cond)
+
+    def _default_resolved(self, cond: Predicate) -> Predicate:
+        """A gate that holds for every choice but some (``if backend.is_marlin():
+        return`` before it) tests the option's value after its default has been
+        resolved at run time (``auto`` may become ``marlin``): for the default
+        choice it stays undecided."""
+        defaults = {}
+        for option in self.ctx.options:
+            node = parse_expr(option.default) if option.default else None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                defaults[option.dest] = node.value
+        for dest in sorted({a.option for a in option_atoms(cond)}):
+            default = defaults.get(dest)
+            if default is None or any(default in a.choices for a in option_atoms(cond)
+                                      if a.option == dest):
+                continue
+            cond = conj(cond, disj(neg(OptionIs(dest, frozenset({default}))),
+                                   Unknown(f"what {dest} {default} resolves to at run time")))
+        return cond
 
     def condition(self, rel: str, scope: str, variant: str = "full") -> Predicate:
         """When the quantization methods run ``scope`` of ``rel``: ``QuantIs``
         each method whose path reaches it, under the conditions of the way
         there (``variant`` "full": all of them; "choice": those about options
         and the device; "chosen": as "choice", and TRUE without
-        ``--quantization``). Code no method reaches, or also run from
+        ``--quantization``; "evidence": as "chosen", without what is
+        undecided). Code no method reaches, or also run from
         elsewhere, keeps an undecidable condition; none blocks by itself."""
         cond = self.condition_unlogged(rel, scope, variant)
         log = self.ctx.units.quant_log
@@ -177,6 +202,13 @@ class QuantizationMethods:
             return Const(True)
         def pick(reach: Reach) -> Predicate:
             return reach.full if variant == "full" else reach.choice
+        if variant == "evidence":
+            # only what a method's own path runs: nothing undecided
+            func = self._function_of(rel, scope)
+            reached = self.context[func] if func is not None else {}
+            return disj(QuantIs(frozenset(), unset=True),
+                        *(conj(QuantIs(frozenset({m})), r.choice)
+                          for m, r in sorted(reached.items())))
         alternatives: list[Predicate] = []
         func = self._function_of(rel, scope)
         top = scope.split(".")[0]
