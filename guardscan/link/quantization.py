@@ -3,8 +3,14 @@
 The method tables (``{"fp8": Fp8Config, ...}``, ``TABLE.update({...})``) in the
 option's own runtime map each method to its config class; the loader's
 ``capability < quant_config.get_min_capability()`` check, read through each
-class, gives a ``quant-gate`` per method; and the classes a config builds
-mark code that runs only under that method (``QuantizationMethods.condition``).
+class, gives a ``quant-gate`` per method. Each method's path
+(``link.method_paths``) says which code of the quantization directories it
+runs and on which way; ``QuantizationMethods.qualify`` gives every guard
+there that condition: ``QuantIs`` of the methods that reach it, so under
+``--quantization X`` gates on X's path decide and code only other methods run
+is no evidence, for or against. Code no method reaches, code past the path's
+budget, and code that other code outside the methods' paths runs too keep an
+undecidable condition.
 """
 
 from __future__ import annotations
