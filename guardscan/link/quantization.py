@@ -27,7 +27,6 @@ from guardscan.predicate import (
     And,
     Const,
     Device,
-    Not,
     OptionIs,
     Or,
     Predicate,
@@ -422,12 +421,11 @@ def _folded(reach: Reach) -> Reach:
     return Reach(_fold_tautology(reach.full), _fold_tautology(reach.choice))
 
 
-def _positive_option_test(pred: Predicate, negated: bool = False) -> bool:
-    """Does ``pred`` test a backend option for a choice (an ``OptionIs`` not
-    under a negation), as ``backend.is_x() and not ok`` does and
-    ``not backend.is_marlin() and not ok`` does not?"""
-    if isinstance(pred, (And, Or)):
-        return any(_positive_option_test(p, negated) for p in pred.items)
-    if isinstance(pred, Not):
-        return _positive_option_test(pred.item, not negated)
-    return isinstance(pred, OptionIs) and not negated
+def _positive_option_test(pred: Predicate) -> bool:
+    """Does ``pred`` require a backend option to hold some choice: one of its
+    conjuncts is a test of the option for choices (``backend.is_x() and not
+    ok``), as ``not backend.is_marlin() and not ok`` or ``not ok and not
+    use_fallback`` are not?"""
+    parts = pred.items if isinstance(pred, And) else (pred,)
+    return any(isinstance(p, OptionIs) or isinstance(p, Or) and all(
+        isinstance(i, OptionIs) for i in p.items) for p in parts)
