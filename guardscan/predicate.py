@@ -203,17 +203,24 @@ class OptionIs:
 
 @dataclass(frozen=True, slots=True)
 class QuantIs:
-    """The quantization method is one of ``methods``."""
+    """The quantization method is one of ``methods``; with ``unset``, TRUE
+    too when no method is given (code that runs for a backend choice only
+    under the methods that reach it: judged without a method, as the choice
+    is used)."""
 
     methods: frozenset[str]
+    unset: bool = False
 
     def evaluate(self, ctx: Context) -> Tri:
         if ctx.quantization is None:
-            return Tri.UNKNOWN
+            return Tri.TRUE if self.unset else Tri.UNKNOWN
         return Tri.of(ctx.quantization in self.methods)
 
     def describe(self) -> str:
-        return "quantization in {" + ", ".join(sorted(self.methods)) + "}"
+        if not self.methods:
+            return "--quantization not given" if self.unset else "FALSE"
+        text = "quantization in {" + ", ".join(sorted(self.methods)) + "}"
+        return text + " or not given" if self.unset else text
 
 
 @dataclass(frozen=True, slots=True)

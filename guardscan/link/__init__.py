@@ -19,7 +19,10 @@ atoms). The kinds, one recogniser each:
   (``if is_sm120_supported(): from flashinfer import fp4_quantize``).
 - ``quant-gate``: a gate in a quantization method's own code, or the loader's
   ``capability < quant_config.get_min_capability()`` check read through each
-  method's config class.
+  method's config class. Every guard in the quantization directories carries
+  the condition under which the methods run its code: ``QuantIs`` of the
+  methods whose path reaches it (``method_paths``), so under
+  ``--quantization X`` only X's code is evidence.
 - ``import``: a module-level name bound only under a device guard (no binding
   in the other branch) and used by the choice's own module: where the guard is
   false the name does not exist and the choice fails with NameError.
@@ -38,7 +41,8 @@ Where each part lives: ``model`` (findings, hops, kernel calls; the
 ``FindingKind`` and ``HopRole`` enums), ``conditions`` (paths and guards),
 ``gates`` (gates, defaults, calls followed), ``regions`` (registered
 functions), ``named`` (modules named for a choice), ``quantization`` (method
-tables and thresholds), ``help_claims`` (help text), ``units`` (incremental
+tables, thresholds, and the condition of the methods' code),
+``method_paths`` (the code each method runs), ``help_claims`` (help text), ``units`` (incremental
 replay), ``collect`` (the driver).
 """
 

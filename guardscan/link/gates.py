@@ -63,7 +63,7 @@ class Gates:
         for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
             if not mentions_device(cond):
                 continue
-            cond = conj(ctx.quant.condition(rel, scope), cond)
+            cond = ctx.quant.qualify(rel, scope, cond)
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = tuple(ctx.conditions.guard_hops(facts, path, scope, line))
             if dests:
@@ -137,8 +137,9 @@ class Gates:
             choices = set(value.values)
         else:
             return
-        cond = ctx.conditions.path(facts, path, scope)
-        self._alias(facts, line, path, scope, dest, choices, cond)
+        raw = ctx.conditions.path(facts, path, scope)
+        self._alias(facts, line, path, scope, dest, choices, raw)
+        cond = ctx.quant.qualify(facts.rel, scope, raw, True)
         if not mentions_device(cond):
             return
         for choice in sorted(choices):

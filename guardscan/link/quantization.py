@@ -3,48 +3,60 @@
 The method tables (``{"fp8": Fp8Config, ...}``, ``TABLE.update({...})``) in the
 option's own runtime map each method to its config class; the loader's
 ``capability < quant_config.get_min_capability()`` check, read through each
-class, gives a ``quant-gate`` per method; and the classes a config builds
-mark code that runs only under that method (``QuantizationMethods.condition``).
+class, gives a ``quant-gate`` per method. Each method's path
+(``link.method_paths``) says which code of the quantization directories it
+runs and on which way; ``QuantizationMethods.qualify`` gives every guard
+there that condition: ``QuantIs`` of the methods that reach it, so under
+``--quantization X`` gates on X's path decide and code only other methods run
+is no evidence, for or against. Code no method reaches, code past the path's
+budget, and code that other code outside the methods' paths runs too keep an
+undecidable condition.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
-import re
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import ClassV
+from guardscan.link.conditions import option_atoms
+from guardscan.link.method_paths import METHOD_PATH_DEPTH, MethodPaths, Reach
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole
 from guardscan.predicate import (
+    And,
     Const,
     Device,
+    OptionIs,
+    Or,
     Predicate,
     QuantIs,
     Unknown,
     atoms,
     conj,
     disj,
+    neg,
     substitute,
 )
-from guardscan.syntax import parse_expr
+from guardscan.syntax import parse_expr, unparse
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
 
 __all__ = ["QuantizationMethods"]
 
-#: Per-layer dispatch (``isinstance(layer, FusedMoE)``,
-#: ``self.is_layer_excluded(prefix)``) says which layers get a class, not whether
-#: the method uses it: such branch tests are taken as met, either way.
-_PER_LAYER = re.compile(r"\b(isinstance\(|layer|prefix)")
-
 
 class QuantizationMethods:
     def __init__(self, ctx: LinkContext) -> None:
         self.ctx = ctx
-        #: (rel, class) -> {method: condition under which the method's config builds it}
-        self.context: dict[tuple[str, str], dict[str, Predicate]] = {}
+        #: (rel, function) -> {method: how the method's path reaches it}
+        self.context: dict[tuple[str, str], dict[str, Reach]] = {}
+        #: (rel, class) -> {method: how the method's path builds it}
+        self.built: dict[tuple[str, str], dict[str, Reach]] = {}
+        #: functions just past the budget of some method's path
+        self.past_budget: set[tuple[str, str]] = set()
+        #: functions and classes on the paths that other code runs too
+        self.escapes: set[tuple[str, str]] = set()
         self.dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
 
@@ -106,47 +118,239 @@ class QuantizationMethods:
                          f"{method}: {cqual}.{tname}() returns {number}"),),
                     text=ttext))
             self.dirs.add(crel.rsplit("/", 1)[0] + "/")
-            for qrel, qscope, built_when in self._classes_of(crel, cqual):
-                known_when = self.context.setdefault((qrel, qscope), {})
-                known_when[method] = disj(known_when[method], built_when) \
-                    if method in known_when else built_when
+        paths = MethodPaths(self.ctx, tuple(sorted(self.dirs)))
+        for method, config in sorted(links.quant_methods.items()):
+            path = paths.walk(config)
+            for func_key, reach in path.functions.items():
+                self.context.setdefault(func_key, {})[method] = _folded(reach)
+            for cls_key, reach in path.classes.items():
+                self.built.setdefault(cls_key, {})[method] = _folded(reach)
+            self.past_budget |= path.past_budget
+        self.escapes = self._escapes(paths)
 
     def state(self) -> Any:
         return (dict(self.ctx.links.quant_methods), {k: dict(v) for k, v in self.context.items()},
-                set(self.dirs), dict(self._table_of))
+                {k: dict(v) for k, v in self.built.items()}, set(self.past_budget),
+                set(self.escapes), set(self.dirs), dict(self._table_of))
 
     def restore_state(self, state: Any) -> None:
-        methods, context, dirs, table_of = state
+        methods, context, built, past, escapes, dirs, table_of = state
         self.ctx.links.quant_methods = dict(methods)
         self.context = {k: dict(v) for k, v in context.items()}
+        self.built = {k: dict(v) for k, v in built.items()}
+        self.past_budget, self.escapes = set(past), set(escapes)
         self.dirs, self._table_of = set(dirs), dict(table_of)
 
-    def condition(self, rel: str, scope: str) -> Predicate:
-        """Code of a quantization method runs only under that method: the
-        constructors of classes a method's config instantiates get ``QuantIs``;
-        their other methods also need to be called (undecidable here); other code
-        beside them gets an undecidable condition. None blocks a choice by itself."""
-        cond = self.condition_unlogged(rel, scope)
-        log = self.ctx.units.quant_log
-        if log is not None:
-            log.append(((rel, scope), cond))
+    def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False) -> Predicate:
+        """``cond``, a guard's condition in ``scope`` of ``rel``, with the
+        condition under which the quantization methods run that code.
+
+        A gate that tests a backend option is judged where the option is
+        used: on the way there only the tests of options and of the device
+        count (the checkpoint decides whether a method's code consults the
+        option at all, and a checkpoint that does not never uses the choice).
+        One that tests the option for its choice (``if backend.is_x(): ...
+        raise``) also counts without ``--quantization``: the choice only
+        matters under a method that reaches it. Other gates keep every
+        condition on the way. ``evidence``: ``cond`` is evidence of support
+        (an ``auto`` default), which only the methods' own paths give."""
+        if not self._inside(rel):
+            return cond
+        cond = self._instance_attributes(rel, scope, cond)
+        tested = option_atoms(cond)
+        variant = "full"
+        if evidence:
+            variant = "evidence"
+        elif tested:
+            variant = "chosen" if _positive_option_test(cond) else "choice"
+        if variant == "choice":
+            cond = self._default_resolved(cond)
+        return conj(self.condition(rel, scope, variant), cond)
+
+    def _default_resolved(self, cond: Predicate) -> Predicate:
+        """A gate that holds for every choice but some (``if backend.is_marlin():
+        return`` before it) tests the option's value after its default has been
+        resolved at run time (``auto`` may become ``marlin``): for the default
+        choice it stays undecided."""
+        defaults = {}
+        for option in self.ctx.options:
+            node = parse_expr(option.default) if option.default else None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                defaults[option.dest] = node.value
+        for dest in sorted({a.option for a in option_atoms(cond)}):
+            default = defaults.get(dest)
+            if default is None or any(default in a.choices for a in option_atoms(cond)
+                                      if a.option == dest):
+                continue
+            cond = conj(cond, disj(neg(OptionIs(dest, frozenset({default}))),
+                                   Unknown(f"what {dest} {default} resolves to at run time")))
         return cond
 
-    def condition_unlogged(self, rel: str, scope: str) -> Predicate:
+    def condition(self, rel: str, scope: str, variant: str = "full") -> Predicate:
+        """When the quantization methods run ``scope`` of ``rel``: ``QuantIs``
+        each method whose path reaches it, under the conditions of the way
+        there (``variant`` "full": all of them; "choice": those about options
+        and the device; "chosen": as "choice", and TRUE without
+        ``--quantization``; "evidence": as "chosen", without what is
+        undecided). Code no method reaches, or also run from
+        elsewhere, keeps an undecidable condition; none blocks by itself."""
+        cond = self.condition_unlogged(rel, scope, variant)
+        log = self.ctx.units.quant_log
+        if log is not None:
+            log.append(((rel, scope, variant), cond))
+        return cond
+
+    def condition_unlogged(self, rel: str, scope: str, variant: str = "full") -> Predicate:
         """``condition``, without noting it for the running unit (to check
         whether a recorded unit still holds)."""
+        if not self._inside(rel):
+            return Const(True)
+        def pick(reach: Reach) -> Predicate:
+            return reach.full if variant == "full" else reach.choice
+        if variant == "evidence":
+            # only what a method's own path runs: nothing undecided
+            func = self._function_of(rel, scope)
+            reached = self.context[func] if func is not None else {}
+            return disj(QuantIs(frozenset(), unset=True),
+                        *(conj(QuantIs(frozenset({m})), r.choice)
+                          for m, r in sorted(reached.items())))
+        alternatives: list[Predicate] = []
+        func = self._function_of(rel, scope)
         top = scope.split(".")[0]
-        methods = self.context.get((rel, top))
-        if methods:
-            built = disj(*(conj(QuantIs(frozenset({m})), c) for m, c in sorted(
-                methods.items())))
-            if scope in (top, f"{top}.__init__"):
-                return built
-            # another method of the class: runs only when something calls it
-            return conj(built, Unknown(f"{scope}() is called"))
-        if any(rel.startswith(d) for d in self.dirs):
-            return Unknown("code used only by some quantization method")
-        return Const(True)
+        if func is not None:
+            for method, reach in sorted(self.context[func].items()):
+                alternatives.append(conj(QuantIs(frozenset({method})), pick(reach)))
+            if func in self.escapes:
+                alternatives.append(Unknown(f"{func[1]}() is also run from code outside "
+                                            "the methods' paths"))
+        elif (rel, top) in self.built and scope not in ("", top):
+            # a method of a built class no path runs: only when something calls it
+            built = self.built[(rel, top)]
+            alternatives.append(conj(disj(*(conj(QuantIs(frozenset({m})), pick(r))
+                                            for m, r in sorted(built.items()))),
+                                     Unknown(f"{scope}() is called")))
+            if (rel, top) in self.escapes:
+                alternatives.append(Unknown(f"{top} is also used outside the methods' paths"))
+        elif (rel, scope) in self.past_budget or (rel, top) in self.past_budget:
+            alternatives.append(Unknown(f"more than {METHOD_PATH_DEPTH} calls from a "
+                                        "method's config class"))
+        else:
+            alternatives.append(Unknown("code no quantization method's path reaches"))
+        cond = disj(*alternatives)
+        if variant == "chosen":
+            cond = disj(QuantIs(frozenset(), unset=True), cond)
+        return cond
+
+    def _inside(self, rel: str) -> bool:
+        return any(rel.startswith(d) for d in self.dirs)
+
+    def _function_of(self, rel: str, scope: str) -> tuple[str, str] | None:
+        """The function on a method's path that ``scope`` is (or is nested in)."""
+        parts = scope.split(".")
+        for end in range(len(parts), 0, -1):
+            key = (rel, ".".join(parts[:end]))
+            if key in self.context:
+                return key
+        return None
+
+    def _escapes(self, paths: MethodPaths) -> set[tuple[str, str]]:
+        """Functions on the methods' paths that code outside the quantization
+        directories also runs: the module-level functions and classes it
+        imports, and what those run in turn (as far as the budget)."""
+        index = self.ctx.index
+        names: dict[str, set[str]] = {}
+        for rel, qualname in [*self.context, *self.built]:
+            if "." not in qualname:
+                names.setdefault(qualname, set()).add(rel)
+        if not names:
+            return set()
+        outside = [rel for rel in index.tree.files if rel.endswith(".py")
+                   and not self._inside(rel)]
+        roots: set[tuple[str, str]] = set()
+        for rel in index.grep(sorted(names), within=outside):
+            facts = index.view(rel)
+            if facts is None:
+                continue
+            imported = {}
+            for imp in facts.imports:
+                target = index.by_module.get(imp.module)
+                if imp.name in names and target in names[imp.name]:
+                    imported[imp.local] = (target, imp.name)
+            if not imported:
+                continue
+            # run there (called, or built), not merely tested (``isinstance``)
+            for call in facts.calls:
+                local = call.func.split(".")[0]
+                if local in imported:
+                    roots.add(imported[local])
+        found: set[tuple[str, str]] = set()
+        level = set(roots)
+        for _ in range(METHOD_PATH_DEPTH + 1):
+            following: set[tuple[str, str]] = set()
+            for key in level - found:
+                found.add(key)
+                if key in self.built:
+                    following.update(paths.run_on_build(key))
+                if key in self.context:
+                    following.update(edge.target for edge in paths.edges(key, None))
+            level = following
+        return found
+
+    def _instance_attributes(self, rel: str, scope: str, cond: Predicate) -> Predicate:
+        """Tests of an attribute the class sets once, in its constructor, from
+        constants (``self.quant_mode = "w4a16" if a and b else "w4a4"``), read
+        as what decides the constant: ``self.quant_mode == "w4a16"`` is
+        ``a and b``."""
+        unknowns = [a for a in atoms(cond) if isinstance(a, Unknown) and "self." in a.reason]
+        if not unknowns:
+            return cond
+        facts = self.ctx.index.view(rel)
+        fdef = facts.function(scope.split(".")[0] if "." not in scope else
+                              ".".join(scope.split(".")[:2])) if facts is not None else None
+        if facts is None or fdef is None or not fdef.cls:
+            return cond
+        mapping: dict[Predicate, Predicate] = {}
+        for atom in unknowns:
+            assert isinstance(atom, Unknown)
+            meaning = self._attribute_test(facts, fdef.cls, atom.reason)
+            if meaning is not None:
+                mapping[atom] = meaning
+        return substitute(cond, mapping.get) if mapping else cond
+
+    def _attribute_test(self, facts: Any, cls: str, text: str) -> Predicate | None:
+        node = parse_expr(text)
+        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                node.ops[0], (ast.Eq, ast.NotEq)) and isinstance(node.left, ast.Attribute)
+                and isinstance(node.left.value, ast.Name) and node.left.value.id == "self"
+                and isinstance(node.comparators[0], ast.Constant)):
+            return None
+        target = f"self.{node.left.attr}"
+        assigns = [a for a in facts.in_tree("assigns", cls) if target in a.targets]
+        if len(assigns) != 1 or assigns[0].scope != f"{cls}.__init__" or assigns[0].path:
+            return None
+        assign = assigns[0]
+        value = parse_expr(assign.value)
+        if value is None:
+            return None
+        wanted = node.comparators[0].value
+        equal = self._equals(value, wanted, facts.rel, assign.scope, assign.line)
+        if equal is None:
+            return None
+        return equal if isinstance(node.ops[0], ast.Eq) else neg(equal)
+
+    def _equals(self, value: ast.expr, wanted: object, rel: str, scope: str,
+                line: int, depth: int = 0) -> Predicate | None:
+        """When ``value`` (constants picked by conditional expressions) equals ``wanted``."""
+        if isinstance(value, ast.Constant):
+            return Const(value.value == wanted)
+        if isinstance(value, ast.IfExp) and depth < 4:
+            test = self.ctx.vocab.predicate(unparse(value.test), rel, scope, line).predicate
+            body = self._equals(value.body, wanted, rel, scope, line, depth + 1)
+            orelse = self._equals(value.orelse, wanted, rel, scope, line, depth + 1)
+            if body is None or orelse is None:
+                return None
+            return disj(conj(test, body), conj(neg(test), orelse))
+        return None
 
     def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
         """Methods compared with the device capability in a raising check:
@@ -188,38 +392,6 @@ class QuantizationMethods:
                 return node.value, rel, ret.line
         return None
 
-    def _classes_of(self, rel: str, cls: str) -> list[tuple[str, str, Predicate]]:
-        """The config class and the classes its methods instantiate, each with
-        the condition it is built under. ``isinstance(layer, X)`` tests pick a
-        class per layer kind and are taken as met; other conditions stay."""
-        out: list[tuple[str, str, Predicate]] = [(rel, cls, Const(True))]
-        facts = self.ctx.index.view(rel)
-        if facts is None:
-            return out
-        found: dict[tuple[str, str], Predicate] = {}
-        for call in facts.in_tree("calls", cls):
-            if not call.scope.startswith(cls + "."):
-                continue
-            if call.func in ("isinstance", "issubclass", "type"):
-                continue
-            # built here (``C(...)``) or handed to a builder (``build(Moe=C)``)
-            texts = [call.func, *call.args, *(v for _, v in call.kwargs)]
-            for position, text in enumerate(texts):
-                if position and not re.fullmatch(r"[\w.]+", text):
-                    continue
-                if parse_expr(text) is None:
-                    continue
-                value = self.ctx.vocab.value(text, rel, call.scope, call.line)
-                if not isinstance(value, ClassV) or (value.rel, value.qualname) == (rel, cls):
-                    continue
-                kept = tuple(p for p in call.path
-                             if not _PER_LAYER.search(facts.cond(p).text))
-                cond = self.ctx.conditions.path(facts, kept, call.scope)
-                key = (value.rel, value.qualname)
-                found[key] = disj(found[key], cond) if key in found else cond
-        out.extend((r, q, _fold_tautology(c)) for (r, q), c in found.items())
-        return out
-
 
 def _fold_tautology(pred: Predicate) -> Predicate:
     """``not a or a`` is TRUE whatever ``a`` is: Kleene logic alone cannot see it
@@ -243,3 +415,17 @@ def _shared_prefix(a: str, b: str) -> int:
             break
         count += 1
     return count
+
+
+def _folded(reach: Reach) -> Reach:
+    return Reach(_fold_tautology(reach.full), _fold_tautology(reach.choice))
+
+
+def _positive_option_test(pred: Predicate) -> bool:
+    """Does ``pred`` require a backend option to hold some choice: one of its
+    conjuncts is a test of the option for choices (``backend.is_x() and not
+    ok``), as ``not backend.is_marlin() and not ok`` or ``not ok and not
+    use_fallback`` are not?"""
+    parts = pred.items if isinstance(pred, And) else (pred,)
+    return any(isinstance(p, OptionIs) or isinstance(p, Or) and all(
+        isinstance(i, OptionIs) for i in p.items) for p in parts)

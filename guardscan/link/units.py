@@ -36,7 +36,7 @@ class Units:
         self.followed: set[tuple[str, str, str]] = set()
         #: while a unit runs, a runner that records may collect the
         #: quantization contexts it took here (None: nobody asks)
-        self.quant_log: list[tuple[tuple[str, str], Predicate]] | None = None
+        self.quant_log: list[tuple[tuple[str, ...], Predicate]] | None = None
         #: units replayed / run (for progress and tests)
         self.replayed = 0
         self.ran = 0

@@ -101,7 +101,7 @@ class RecordingUnits(Units):
         saved = recorder.open()
         asked: list[QueryKey] = []
         followed: list[tuple[Any, bool]] = []
-        quant: list[tuple[tuple[str, str], Predicate]] = []
+        quant: list[tuple[tuple[str, ...], Predicate]] = []
         vocab.asked, self._followed_log, self.quant_log = asked, followed, quant
         try:
             run()

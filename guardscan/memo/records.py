@@ -59,8 +59,8 @@ class Unit:
     queries: tuple[QueryKey, ...] | bytes
     #: (key, whether it was followed already) for every follow-up it checked
     followed: tuple[tuple[Any, bool], ...]
-    #: ((file, scope), condition) for every quantization context it used
-    quant: tuple[tuple[tuple[str, str], Predicate], ...]
+    #: ((file, scope, variant), condition) for every quantization context it used
+    quant: tuple[tuple[tuple[str, ...], Predicate], ...]
     findings: list[Any] = field(default_factory=list)
     kernel_calls: list[Any] = field(default_factory=list)
     #: pre-filters it asked: (pattern, files asked or None, files matched)

@@ -1,0 +1,175 @@
+"""Quantization scope: a method's gates count under it, other methods' code
+does not (fixtures/quant_method_paths: a method table, a config class that
+hands its linear and MoE classes over as arguments, a shared helper with a
+gate on the option, another method's code), and the cases of real releases."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from fixturetree import fixture, run_scan
+
+from guardscan.results import BackendVerdict, ScanResult
+
+ARCHS = ["sm80", "sm86", "sm89", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121"]
+FP4 = "--fp4-gemm-backend"
+MOE = "--moe-runner-backend"
+NVFP4 = "sglang/srt/layers/quantization/nvfp4.py"
+HELPER = "sglang/srt/layers/quantization/fp4_utils.py"
+
+
+@cache
+def scan(quantization: str | None) -> ScanResult:
+    return run_scan(fixture("quant_method_paths"), option=[FP4, MOE], quantization=quantization)
+
+
+def row(result: ScanResult, flag: str, choice: str) -> str:
+    by_arch = {b.arch: b.verdict.value[0].upper() for b in result.backends
+               if b.option == flag and b.choice == choice}
+    return "".join(by_arch[a] for a in ARCHS)
+
+
+def deciding(result: ScanResult, flag: str, choice: str, arch: str) -> tuple[str, str]:
+    verdict = next(b for b in result.backends
+                   if (b.option, b.choice, b.arch) == (flag, choice, arch))
+    return verdict.evidence[-1].path, verdict.evidence[-1].role
+
+
+@pytest.mark.parametrize(("quantization", "expected"), [
+    (None, "BBBBSSBBB"),     # the helper tests the option: it counts without a method
+    ("nvfp4", "BBBBSSBBB"),  # on nvfp4's path: the config hands NvFp4LinearMethod over
+    ("mxfp4", "UUUUUUUUU"),  # mxfp4 never runs the helper: no evidence either way
+])
+def test_helper_gate_on_the_option(quantization: str | None, expected: str) -> None:
+    result = scan(quantization)
+    assert row(result, FP4, "trtllm") == expected
+    if quantization != "mxfp4":
+        verdict = next(b for b in result.backends
+                       if (b.option, b.choice, b.arch) == (FP4, "trtllm", "sm90"))
+        assert (HELPER, "gate") in [(e.path, e.role) for e in verdict.evidence]
+
+
+def test_gate_after_an_option_return_is_the_methods() -> None:
+    """``if backend == "marlin": return`` then ``if not blackwell: raise`` in a
+    method the framework invokes (declared on the interface) holds for every
+    backend but marlin under the method; ``auto`` is resolved at run time,
+    so it stays undecided; without a method it is a condition."""
+    nvfp4 = scan("nvfp4")
+    assert row(nvfp4, FP4, "cutlass") == "BBBBSSSSS"
+    assert deciding(nvfp4, FP4, "cutlass", "sm90") == (NVFP4, "gate")
+    assert row(nvfp4, FP4, "marlin") == "UUUUUUUUU"
+    assert row(nvfp4, FP4, "auto") == "UUUUUUUUU"
+    plain = next(b for b in scan(None).backends
+                 if (b.option, b.choice, b.arch) == (FP4, "cutlass", "sm90"))
+    assert plain.verdict.value == "unknown"
+    assert "blocked with --quantization nvfp4" in plain.conditions
+
+
+@pytest.mark.parametrize(("quantization", "triton", "marlin"), [
+    (None, "BBBBSSBBB", "BBBSBBBBB"),
+    ("nvfp4", "UUUUUUUUU", "BBBSBBBBB"),  # mxfp4's triton gate is not nvfp4's
+    ("mxfp4", "BBBBSSBBB", "UUUUUUUUU"),  # nvfp4's marlin gate is not mxfp4's
+])
+def test_each_method_is_judged_on_its_own_code(quantization: str | None, triton: str,
+                                               marlin: str) -> None:
+    result = scan(quantization)
+    assert row(result, MOE, "triton") == triton
+    assert row(result, MOE, "marlin") == marlin
+
+
+def test_undecided_ways_stay_undecided() -> None:
+    """A method-wide gate reached only for some checkpoints (``prepare_online``)
+    and one in a method nothing calls (``debug_dump``) never block."""
+    nvfp4 = scan("nvfp4")
+    assert row(nvfp4, MOE, "auto") == "UUUUUUUUU"
+    assert not nvfp4.notes or all("nvfp4" not in n for n in nvfp4.notes)
+
+
+# -- real releases -------------------------------------------------------------------
+
+
+def _verdict(analysis: Any, flag: str, choice: str, arch: str) -> BackendVerdict:
+    return next(b for b in analysis.result.backends
+                if (b.option, b.choice, b.arch) == (flag, choice, arch))
+
+
+def _show(verdict: BackendVerdict) -> str:
+    return "\n".join(f"{e.path}:{e.line} [{e.role}] {e.note[:160]}" for e in verdict.evidence)
+
+
+FP8_UTILS = "sglang/srt/layers/quantization/fp8_utils.py"
+MODELOPT = "sglang/srt/layers/quantization/modelopt_quant.py"
+
+
+@pytest.fixture(scope="session")
+def analysis_0523_fp8(sglang_0523: Any) -> Any:
+    from conftest import _analyse
+    return _analyse("0.5.23", quantization="fp8")
+
+
+@pytest.fixture(scope="session")
+def analysis_0523_mxfp4(sglang_0523: Any) -> Any:
+    from conftest import _analyse
+    return _analyse("0.5.23", quantization="mxfp4")
+
+
+def _check_fp8_trtllm(analysis: Any) -> None:
+    for arch in ARCHS:
+        verdict = _verdict(analysis, "--fp8-gemm-backend", "flashinfer_trtllm", arch)
+        if arch in ("sm100", "sm103"):  # is_sm100: capability major in [10]
+            assert verdict.verdict.value != "blocked", _show(verdict)
+            continue
+        assert verdict.verdict.value == "blocked", _show(verdict)
+        assert (verdict.evidence[-1].path, verdict.evidence[-1].role) == (FP8_UTILS, "gate"), \
+            _show(verdict)
+        assert "is_sm100" in verdict.evidence[-2].text or any(
+            "is_sm100" in e.text for e in verdict.evidence), _show(verdict)
+
+
+@pytest.mark.real
+def test_0523_fp8_gemm_trtllm_without_quantization(analysis_0523: Any) -> None:
+    _check_fp8_trtllm(analysis_0523)
+
+
+@pytest.mark.real
+def test_0523_fp8_gemm_trtllm_under_fp8(analysis_0523_fp8: Any) -> None:
+    _check_fp8_trtllm(analysis_0523_fp8)
+
+
+@pytest.mark.real
+def test_0523_mxfp4_is_not_judged_on_modelopt_code(analysis_0523_mxfp4: Any) -> None:
+    verdict = _verdict(analysis_0523_mxfp4, "--moe-runner-backend", "marlin", "sm90")
+    assert verdict.verdict.value != "supported" or all(
+        e.path != MODELOPT for e in verdict.evidence), _show(verdict)
+    assert all(e.path != MODELOPT for e in verdict.evidence if e.role in ("default", "gate")), \
+        _show(verdict)
+
+
+@pytest.mark.real
+def test_0523_modelopt_fp4_dense_gemm_needs_blackwell(analysis_0523_modelopt_fp4: Any) -> None:
+    for choice in ("flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cudnn"):
+        for arch in ("sm80", "sm90"):
+            verdict = _verdict(analysis_0523_modelopt_fp4, "--fp4-gemm-backend", choice, arch)
+            assert verdict.verdict.value == "blocked", _show(verdict)
+            assert verdict.evidence[-1].path == MODELOPT, _show(verdict)
+            assert "native dense GEMM" in "".join(e.text for e in verdict.evidence) or \
+                verdict.evidence[-1].text.startswith("raise ValueError"), _show(verdict)
+        assert _verdict(analysis_0523_modelopt_fp4, "--fp4-gemm-backend", choice,
+                        "sm100").verdict.value != "blocked"
+    for choice in ("marlin", "auto"):  # marlin returns first; auto becomes marlin there
+        verdict = _verdict(analysis_0523_modelopt_fp4, "--fp4-gemm-backend", choice, "sm90")
+        assert verdict.verdict.value != "blocked", _show(verdict)
+
+
+@pytest.mark.real
+def test_059_modelopt_fp4_moe_method_gate(analysis_059_modelopt_fp4: Any) -> None:
+    """0.5.9's NVFP4 MoE method raises in its constructor off Blackwell, for every
+    MoE runner; sm120 is Blackwell there (major in [10, 11, 12])."""
+    for choice in ("triton", "flashinfer_mxfp4", "flashinfer_cutlass"):
+        verdict = _verdict(analysis_059_modelopt_fp4, "--moe-runner-backend", choice, "sm90")
+        assert verdict.verdict.value == "blocked", _show(verdict)
+        assert verdict.evidence[-1].path == MODELOPT, _show(verdict)
+        sm120 = _verdict(analysis_059_modelopt_fp4, "--moe-runner-backend", choice, "sm120")
+        assert sm120.verdict.value != "blocked", _show(sm120)
