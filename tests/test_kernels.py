@@ -135,7 +135,9 @@ class TestJitSpec:
         (fact,) = facts_of(self.lib, f"{self.M}.gen_trtllm_module", "jit-spec")
         assert fact.predicate == Device("major", "in", (10,))
         assert (fact.line, fact.text) == (13, "supported_major_versions=[10]")
-        assert "not which kernels exist" in fact.note
+        # the evidence names the tier: a JIT spec says what compiles only
+        chain = support(self.lib, f"{self.M}.gen_trtllm_module", "sm100")[1]
+        assert "tier c: what may compile, not which kernels exist" in chain[-1].note
 
     @pytest.mark.parametrize("function, archs", [
         ("gen_sm100_module", "sm100"),  # sm100a flags from jit/core.py
