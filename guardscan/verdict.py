@@ -7,19 +7,28 @@ blocked
     raises. Needs every atom of the gate's condition decided (device, option,
     and, with ``--quantization``, the method).
 unsupported
-    Not blocked, but the kernels the choice's own code calls (in a module
-    named for the choice, a function registered for it, or code under a test of
-    the option) all declare that they do not run on the architecture (kernel
-    facts from FlashInfer: ``@supported_compute_capability``,
-    ``@backend_requirement``, JIT specs, per-arch dispatch, explicit checks).
-    Kernel calls are a union: one call that runs on the arch, or that the
-    library cannot judge, is enough to not call the choice unsupported; a mix
-    decides nothing (shown as evidence).
+    Not blocked, but a kernel the choice's own code calls (in a module named
+    for the choice, a function registered for it, or code under a test of the
+    option) declares that it does not run on the architecture (kernel facts
+    from FlashInfer: ``@supported_compute_capability``, the
+    ``@backend_requirement`` entry of the ``backend=`` passed, cubin lists,
+    JIT specs, per-arch dispatch, explicit checks), and the call is
+    *required*: its reach condition is TRUE for the choice on the arch.
+    Calls on a branch not taken there (an alternative chosen by the arch or
+    the value) do not count. Calls under conditions guardscan cannot decide
+    (model config, env) are caveats, unless every call the choice can make
+    excludes the arch: then whatever runs fails. A helper on the path (a
+    layout, shuffle or quantize step) excludes like any other call.
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
     admits this architecture while it rejects others; ``auto`` resolves to the
-    choice under a device condition that holds here; or kernels on the path
-    declare this architecture.
+    choice under a device condition that holds here; or the kernels on the
+    path admit it: no call excludes it or leaves it undecided (a check that
+    only rejects other archs decides nothing), and a call specific to the
+    choice declares it. A helper never supports on its own: a call that code
+    of other choices makes too, or whose answer is decided inside another
+    public function of the kernel library (``shuffle_matrix_sf_a`` by
+    ``block_scale_interleave``).
 unknown
     No architecture evidence either way. Gates that could block only under
     conditions guardscan cannot decide (model config, env vars, the
@@ -545,7 +554,6 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     trues: list[list[Evidence]] = []
     helper_trues: list[list[Evidence]] = []
     doubts: list[list[Evidence]] = []
-    required_doubt = False
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
         if reach is Tri.FALSE or values is None and not _specific(call.condition, ctx, every):
@@ -562,7 +570,6 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
             (required_false if reach is Tri.TRUE else falses).append(full)
         elif support is Tri.UNKNOWN:
             doubts.append(_noted(full, "the kernel facts do not decide this arch"))
-            required_doubt = required_doubt or reach is Tri.TRUE
         elif _call_key(call) in helpers:
             helper_trues.append(_noted(full, "a helper on the path (code other choices run "
                                              "makes this call too): can exclude, never "
@@ -580,7 +587,7 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
         # every call the choice can make excludes the arch (a helper that runs
         # there does not make the choice's kernels run)
         return [e for chain in [*falses[1:], falses[0]] for e in chain], [], []
-    if trues and not falses and not doubts and not required_doubt:
+    if trues and not falses and not doubts:
         return [], [e for chain in [*helper_trues, *trues] for e in chain], []
     mixed = [e for chain in falses for e in _noted(
         chain, "other kernel calls of the choice are not excluded: decides nothing")]

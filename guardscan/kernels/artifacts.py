@@ -53,8 +53,11 @@ __all__ = ["ARCH_NAME", "CubinList", "arch_name_predicate", "cubin_lists",
 
 #: A cubin architecture name: ``Sm100a``, ``sm_103a``, ``sm100f``, ``Sm120``.
 ARCH_NAME = re.compile(r"^[Ss][Mm]_?(\d{2,3})([af]?)$")
-#: Files that may define a list of them (a quoted arch name occurs).
-_QUOTED_ARCH = rb"[\"'][Ss][Mm]_?\d{2,3}[af]?[\"']"
+#: A module-level assignment (at column 0, annotated or not) of a tuple or
+#: list literal whose first item is a quoted arch name; the literal is read
+#: from the match, so finding the lists parses no file.
+_ASSIGNED_LIST = (rb"(?m)^([A-Za-z_]\w*)(?:[ \t]*:[^=\n]+)?[ \t]*=[ \t]*"
+                  rb"([\(\[]\s*[\"'][Ss][Mm]_?\d{2,3}[af]?[\"'][^\)\]]*[\)\]])")
 _DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 _SCAN_LINES = 40
 
@@ -80,31 +83,34 @@ def arch_name_predicate(name: str) -> Predicate | None:
     return gencode_predicate(f"compute_{found.group(1)}{found.group(2)}")
 
 
-def cubin_lists(index: Index, resolver: Resolver, files: Iterable[str]) -> dict[str, CubinList]:
+def cubin_lists(index: Index, files: Iterable[str]) -> dict[str, CubinList]:
     """Every module constant of ``files`` that holds a literal list of cubin
-    architecture names, by qualified name."""
+    architecture names, by qualified name. A name assigned such a list twice
+    in one module is left out (which one holds is not known)."""
+    pattern = re.compile(_ASSIGNED_LIST)
     found: dict[str, CubinList] = {}
-    for rel in index.grep_re(_QUOTED_ARCH, within=files):
+    twice: set[str] = set()
+    for rel in index.grep_re(_ASSIGNED_LIST, within=files):
+        data = index.data(rel) or b""
         module = index.tree.module_name(rel)
-        table = resolver.symbols(module)
-        if table is None:
-            continue
-        for name in sorted(table.assigns.get("", {})):
-            assign = table.module_constant(name)
-            node = parse_expr(assign.value) if assign is not None else None
+        for match in pattern.finditer(data):
+            name, text = match.group(1).decode(), match.group(2).decode("utf-8", "replace")
+            node = parse_expr(text)
             value = literal(node) if node is not None else None
-            if assign is None or not isinstance(value, (tuple, list)) or not value:
-                continue
-            if not all(isinstance(v, str) for v in value):
+            if not isinstance(value, (tuple, list)) or not value or not all(
+                    isinstance(v, str) for v in value):
                 continue
             preds = [arch_name_predicate(str(v)) for v in value]
             if any(p is None for p in preds):
                 continue
-            archs = tuple(str(v) for v in value)
-            found[f"{module}.{name}"] = CubinList(
-                f"{module}.{name}", archs, disj(*[p for p in preds if p is not None]), rel,
-                assign.line)
-    return found
+            qualified = f"{module}.{name}"
+            if qualified in found:
+                twice.add(qualified)
+            line = data.count(b"\n", 0, match.start()) + 1
+            found[qualified] = CubinList(
+                qualified, tuple(str(v) for v in value),
+                disj(*[p for p in preds if p is not None]), rel, line)
+    return {name: entry for name, entry in found.items() if name not in twice}
 
 
 def _find_line(resolver: Resolver, rel: str, start: int, name: str) -> int:

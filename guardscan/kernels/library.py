@@ -161,9 +161,9 @@ class KernelLibrary:
     @property
     def cubin_lists(self) -> dict[str, CubinList]:
         """The package's cubin architecture lists, found on first use (one
-        regular-expression pass over the package's text)."""
+        regular-expression pass over the package's text; no file is parsed)."""
         if self._cubin_lists is None:
-            self._cubin_lists = cubin_lists(self.index, self.resolver, self.source_files)
+            self._cubin_lists = cubin_lists(self.index, self.source_files)
         return self._cubin_lists
 
     def _capability_of(self, function_id: str) -> Predicate | None:
