@@ -338,7 +338,7 @@ class TestDenyList:
         assert FAR_FUTURE not in standard_archs()
 
 
-# -- form 7: precompiled artifacts (cubin architecture lists) --------------------------------
+# -- form 8: precompiled artifacts (cubin architecture lists) --------------------------------
 class TestArtifacts:
     lib = fixture_library("artifacts", forms=True)
     M = "flashinfer.jit.modules"

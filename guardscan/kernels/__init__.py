@@ -8,9 +8,9 @@ form, each in its own module with its examples in the docstring:
     jit_spec.py             supported_major_versions=[10] / -gencode=arch=compute_100a
     dispatch.py             if backend in ("120", "121"): gen_..._sm120_module() ... else: raise
     check.py                if major < 10: raise ...
-    artifacts.py            write_filtered_metainfo(..., BLACKWELL_CUBIN_ARCHS)  (cubin lists)
     exports.py              from .fused_moe import cutlass_fused_moe
     callgraph.py            calls resolved by qualified name
+    artifacts.py            write_filtered_metainfo(..., BLACKWELL_CUBIN_ARCHS)  (cubin lists)
 
 ``support.py`` combines them along the call graph; ``library.py`` holds the
 result (``KernelLibrary``) and builds it (``build_kernel_library``).
@@ -31,8 +31,8 @@ from guardscan.kernels.support import Outcome
 #: every kernel-fact form, in the order above; docs/guard-forms.md lists each
 #: with its module's docstring
 RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
-               recognise_dispatch, recognise_checks, recognise_artifacts, collect_exports,
-               function_edges]
+               recognise_dispatch, recognise_checks, collect_exports, function_edges,
+               recognise_artifacts]
 
 __all__ = [
                "FACT_KINDS",

@@ -1,4 +1,4 @@
-"""kernels (form 7): precompiled artifacts a module loads, read from cubin architecture lists.
+"""kernels (form 8): precompiled artifacts a module loads, read from cubin architecture lists.
 
 What it recognises
     A module-level constant holding a literal tuple or list of cubin
