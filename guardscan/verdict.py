@@ -7,19 +7,28 @@ blocked
     raises. Needs every atom of the gate's condition decided (device, option,
     and, with ``--quantization``, the method).
 unsupported
-    Not blocked, but the kernels the choice's own code calls (in a module
-    named for the choice, a function registered for it, or code under a test of
-    the option) all declare that they do not run on the architecture (kernel
-    facts from FlashInfer: ``@supported_compute_capability``,
-    ``@backend_requirement``, JIT specs, per-arch dispatch, explicit checks).
-    Kernel calls are a union: one call that runs on the arch, or that the
-    library cannot judge, is enough to not call the choice unsupported; a mix
-    decides nothing (shown as evidence).
+    Not blocked, but a kernel the choice's own code calls (in a module named
+    for the choice, a function registered for it, or code under a test of the
+    option) declares that it does not run on the architecture (kernel facts
+    from FlashInfer: ``@supported_compute_capability``, the
+    ``@backend_requirement`` entry of the ``backend=`` passed, cubin lists,
+    JIT specs, per-arch dispatch, explicit checks), and the call is
+    *required*: its reach condition is TRUE for the choice on the arch.
+    Calls on a branch not taken there (an alternative chosen by the arch or
+    the value) do not count. Calls under conditions guardscan cannot decide
+    (model config, env) are caveats, unless every call the choice can make
+    excludes the arch: then whatever runs fails. A helper on the path (a
+    layout, shuffle or quantize step) excludes like any other call.
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
     admits this architecture while it rejects others; ``auto`` resolves to the
-    choice under a device condition that holds here; or kernels on the path
-    declare this architecture.
+    choice under a device condition that holds here; or the kernels on the
+    path admit it: no call excludes it or leaves it undecided (a check that
+    only rejects other archs decides nothing), and a call specific to the
+    choice declares it. A helper never supports on its own: a call that code
+    of other choices makes too, or whose answer is decided inside another
+    public function of the kernel library (``shuffle_matrix_sf_a`` by
+    ``block_scale_interleave``).
 unknown
     No architecture evidence either way. Gates that could block only under
     conditions guardscan cannot decide (model config, env vars, the
@@ -125,6 +134,12 @@ class KernelJudge:
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         return Tri.UNKNOWN, []
 
+    def delegate(self, call: KernelCall, arch: Arch) -> str | None:
+        """The library's own public function, below the one called, whose facts
+        decide a TRUE ``support``: the answer belongs to that building block,
+        which other APIs share (a helper on the path). None: not known."""
+        return None
+
 
 def _hops_evidence(index: Index, hops: Iterable[Hop]) -> list[Evidence]:
     out = []
@@ -193,6 +208,9 @@ class _Asking(KernelJudge):
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         self.asked.append((call, arch))
         return self.inner.support(call, arch)
+
+    def delegate(self, call: KernelCall, arch: Arch) -> str | None:
+        return self.inner.delegate(call, arch)
 
 
 def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
@@ -447,10 +465,12 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     about = {key: choice in choices for key, choices in about_sets.items()}
     values = _Values(shared, choice, quantization)
     # kernel calls that single out this choice (the same on every arch): by a
-    # test of the option on their path, or by the string the choice hands them
+    # test of the option on their path, or by the string the choice hands
+    # them; and the helpers among them
     calls = [_for_choice(c, choice) for c in calls
              if c.backends and choice in dict(c.backends) or not c.backends and values.specific(
                  c.condition, every)]
+    helpers = _kernel_helpers(calls, option.dest, choice, every, quantization)
     for arch in archs:
         ctx = values.context(arch)
         blocking: list[Evidence] = []
@@ -499,7 +519,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                     _judge_gate(index, finding, ctx, arch, all_archs, every, blocking, [],
                                 caveats, conditions, values)
         kernel_false, kernel_true, kernel_mixed = _judge_kernels(
-            index, calls, kernels, ctx, arch, every, values)
+            index, calls, kernels, ctx, arch, every, values, helpers)
         caveats.extend(kernel_mixed)
         if blocking:
             verdict, evidence = Verdict.BLOCKED, blocking
@@ -544,20 +564,68 @@ def _specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
     return False
 
 
+def _kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozenset[str],
+                    quantization: str | None) -> frozenset[tuple[str, str | None, str, int]]:
+    """The choice's kernel calls (``mine``, by ``_call_key``) made by code that
+    other choices of the option run too (the call's condition can hold for
+    another choice: ``if backend in ("flashinfer_trtllm", "marlin"):
+    shuffle_matrix_a(...)``). Code several choices run (a layout, shuffle or
+    quantize step) says nothing about one, as ``_specific`` says of shared
+    conditions; a TRUE from such a call is not support for the choice
+    (``_judge_kernels``). Two call sites each specific to its own choice may
+    call the same kernel: each is that choice's own."""
+    others = sorted(every - {choice})
+    # a call handed the choice's own string (``backend=``) is the choice's own
+    return frozenset(_call_key(c) for c in mine if not c.backends and any(
+        possible(c.condition, Context(options={dest: each}, quantization=quantization))
+        for each in others))
+
+
+def _call_key(call: KernelCall) -> tuple[str, str | None, str, int]:
+    return call.target, call.backend, call.rel, call.line
+
+
 def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, ctx: Context,
                    arch: Arch, every: frozenset[str], values: _Values | None = None,
+                   helpers: frozenset[tuple[str, str | None, str, int]] = frozenset(),
                    ) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
-    """Kernel-library calls the choice can make, judged as a union.
+    """Kernel-library calls the choice can make: (excluding, supporting, caveat) evidence.
 
-    The choice's code may call different kernels for different models and
-    formats, so it is ``unsupported`` only when every kernel-library call it can
-    reach excludes the arch, and kernel-``supported`` only when every one
-    declares it. A call the library cannot judge, or a mix, decides nothing
-    (the excluding chains are shown as evidence).
+    Which calls count, by their reach condition on (choice, arch):
+
+    * TRUE: the call is *required*. Every required call must admit the arch
+      for ``supported``; one that excludes it makes the choice
+      ``unsupported``, whatever the others say.
+    * FALSE: an alternative chosen by the arch or the option's value that is
+      not taken here; it does not count at all.
+    * Undecided (model config, env, the quantization method): the call may or
+      may not be made. Its exclusion is a caveat, and a mix decides nothing;
+      but when every call the choice can make (required and undecided alike)
+      excludes the arch, whatever runs fails: ``unsupported``.
+
+    Only code that exists for the choice (``owned``: its module, a function
+    registered for it, what those call) counts under an undecided condition;
+    shared code under an option test counts only where its reach is TRUE, since
+    its other conditions are about other things (the method, the model) that
+    may never hold for this choice.
+
+    A *helper* on the path can make the choice ``unsupported`` but never
+    ``supported``: that needs a TRUE answer from a call specific to the choice.
+    A call is a helper when code other choices run makes it too
+    (``_kernel_helpers``), or when its TRUE is decided
+    inside another public function of the kernel library (``KernelJudge.
+    delegate``: ``shuffle_matrix_sf_a`` is supported where
+    ``block_scale_interleave``, which many APIs call, is).
+    A call the library cannot judge (arch-restricted code whose facts do not
+    say, e.g. a check that only rejects other archs) is a doubt: no
+    ``supported``, no all-exclude ``unsupported``. A call with no fact anywhere
+    below it (a pure layout helper) is arch-neutral and does not count.
     """
+    required_false: list[list[Evidence]] = []
     falses: list[list[Evidence]] = []
     trues: list[list[Evidence]] = []
-    unknowns = 0
+    helper_trues: list[list[Evidence]] = []
+    doubts: list[list[Evidence]] = []
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
         if reach is Tri.FALSE or values is None and not _specific(call.condition, ctx, every):
@@ -567,22 +635,44 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
         if not kernels.covers(call):
             continue  # torch, sgl_kernel...: not the kernel library
         support, chain = kernels.support(call, arch)
-        if support is Tri.UNKNOWN:
-            # no fact anywhere below it (a layout helper): arch-neutral, not a doubt
-            unknowns += 1 if chain else 0
-            continue
-        hops = _hops_evidence(index, call.hops)
-        (falses if support is Tri.FALSE else trues).append([*hops, *chain])
-    if falses and not trues and not unknowns:
-        # every chain ends at a fact that excludes the arch; show the first one last
+        if support is Tri.UNKNOWN and not chain:
+            continue  # no fact anywhere below it (a layout helper): arch-neutral, not a doubt
+        full = [*_hops_evidence(index, call.hops), *chain]
+        if support is Tri.FALSE:
+            (required_false if reach is Tri.TRUE else falses).append(full)
+        elif support is Tri.UNKNOWN:
+            doubts.append(_noted(full, "the kernel facts do not decide this arch"))
+        elif _call_key(call) in helpers:
+            helper_trues.append(_noted(full, "a helper on the path (code other choices run "
+                                             "makes this call too): can exclude, never "
+                                             "support"))
+        elif (delegate := kernels.delegate(call, arch)) is not None:
+            helper_trues.append(_noted(full, f"a helper on the path (decided in {delegate}, a "
+                                             "public function other APIs share): can exclude, "
+                                             "never support"))
+        else:
+            trues.append(full)
+    if required_false:
+        # a call made whatever the model excludes the arch; show the first one last
+        return [e for chain in [*required_false[1:], required_false[0]] for e in chain], [], []
+    if falses and not trues and not doubts:
+        # every call the choice can make excludes the arch (a helper that runs
+        # there does not make the choice's kernels run)
         return [e for chain in [*falses[1:], falses[0]] for e in chain], [], []
-    if trues and not falses and not unknowns:
-        return [], [e for chain in trues for e in chain], []
-    mixed = [Evidence(e.path, e.line, e.role, e.text,
-                      (e.note + "; " if e.note else "") + "other kernel calls of the choice "
-                      "are not excluded: decides nothing") if i == len(chain) - 1 else e
-             for chain in falses for i, e in enumerate(chain)]
-    return [], [], mixed
+    if trues and not falses and not doubts:
+        return [], [e for chain in [*helper_trues, *trues] for e in chain], []
+    mixed = [e for chain in falses for e in _noted(
+        chain, "other kernel calls of the choice are not excluded: decides nothing")]
+    return [], [], [*mixed, *(e for chain in [*doubts, *helper_trues] for e in chain)]
+
+
+def _noted(chain: list[Evidence], note: str) -> list[Evidence]:
+    """``chain`` with ``note`` added to its last (deciding) hop."""
+    if not chain:
+        return chain
+    last = chain[-1]
+    return [*chain[:-1], Evidence(last.path, last.line, last.role, last.text,
+                                  (last.note + "; " if last.note else "") + note)]
 
 
 def _about_choice(cond: Predicate, choice_ctx: Context) -> bool:

@@ -17,7 +17,10 @@ from guardscan.arch import Arch, parse_arch, standard_archs
 from guardscan.index import Index
 from guardscan.kernels import KernelFact, KernelLibrary, build_kernel_library
 from guardscan.kernels.conditions import forms_guard
-from guardscan.predicate import Context, Device, Predicate, Tri, Unknown, conj, disj
+from guardscan.kernels.judge import LibraryJudge, kernel_judge_for
+from guardscan.kernels.support import FAR_FUTURE, deny_list
+from guardscan.link import KernelCall
+from guardscan.predicate import TRUE, Context, Device, Predicate, Tri, Unknown, conj, disj
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -135,7 +138,9 @@ class TestJitSpec:
         (fact,) = facts_of(self.lib, f"{self.M}.gen_trtllm_module", "jit-spec")
         assert fact.predicate == Device("major", "in", (10,))
         assert (fact.line, fact.text) == (13, "supported_major_versions=[10]")
-        assert "not which kernels exist" in fact.note
+        # the evidence names the tier: a JIT spec says what compiles only
+        chain = support(self.lib, f"{self.M}.gen_trtllm_module", "sm100")[1]
+        assert "tier c: what may compile, not which kernels exist" in chain[-1].note
 
     @pytest.mark.parametrize("function, archs", [
         ("gen_sm100_module", "sm100"),  # sm100a flags from jit/core.py
@@ -293,6 +298,91 @@ class TestCheck:
         """The forms first, the kernel reader for the rest: no fact is lost."""
         plain = facts_of(self.lib, f"{self.M}.{function}")
         assert facts_of(self.formed, f"{self.M}.{function}") == plain
+
+
+class TestDenyList:
+    """A passing raising check is positive evidence only when it is an allow-list:
+    one that also lets a far-future arch (capability 42.0) through rejects the
+    archs it lists and says nothing about the others."""
+
+    lib = fixture_library("check")
+    M = "flashinfer.ops"
+
+    def test_deny_list_is_a_doubt_not_support(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.not_on_sm110", "check")
+        assert (fact.line, fact.text) == (72, "if major == 11 and minor == 0:")
+        assert deny_list(fact, Context(arch=Arch(9, 0)))
+        value, chain = support(self.lib, f"{self.M}.not_on_sm110", "sm90")
+        assert value is Tri.UNKNOWN
+        # a doubt: the chain names the check and says why it does not decide
+        assert chain[-1].line == 72 and "says nothing about sm90" in chain[-1].note
+        # what it lists, it does reject
+        assert support(self.lib, f"{self.M}.not_on_sm110", "sm110")[0] is Tri.FALSE
+
+    def test_lower_bound_is_a_deny_list(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.needs_blackwell", "check")
+        assert deny_list(fact, Context(arch=Arch(10, 0)))
+        assert support(self.lib, f"{self.M}.needs_blackwell", "sm100")[0] is Tri.UNKNOWN
+        assert support(self.lib, f"{self.M}.needs_blackwell", "sm90")[0] is Tri.FALSE
+
+    def test_allow_list_is_evidence(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.only_sm100_or_sm103", "check")
+        assert not deny_list(fact, Context(arch=Arch(10, 3)))
+        on("sm100 sm103", fact.predicate)
+        value, chain = support(self.lib, f"{self.M}.only_sm100_or_sm103", "sm103")
+        assert value is Tri.TRUE and chain[-1].line == 79
+        assert "tier a: explicit raising check" in chain[-1].note
+        assert support(self.lib, f"{self.M}.only_sm100_or_sm103", "sm120")[0] is Tri.FALSE
+
+    def test_far_future_is_no_real_arch(self) -> None:
+        assert FAR_FUTURE not in standard_archs()
+
+
+# -- form 8: precompiled artifacts (cubin architecture lists) --------------------------------
+class TestArtifacts:
+    lib = fixture_library("artifacts", forms=True)
+    M = "flashinfer.jit.modules"
+
+    def test_the_lists_are_found(self) -> None:
+        lists = self.lib.cubin_lists
+        assert sorted(lists) == ["flashinfer.jit.metainfo.BLACKWELL_CUBIN_ARCHS",
+                                 "flashinfer.jit.metainfo.RUBIN_CUBIN_ARCHS",
+                                 "flashinfer.jit.modules.HOPPER_CUBINS"]
+        blackwell = lists["flashinfer.jit.metainfo.BLACKWELL_CUBIN_ARCHS"]
+        assert blackwell.archs == ("Sm100a", "Sm100f", "Sm103a") and blackwell.line == 6
+        on("sm100 sm103", blackwell.predicate)
+
+    def test_alternatives_in_one_argument_are_a_union(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.gen_moe_module", "artifacts")
+        assert (fact.line, fact.text) == (
+            16, "RUBIN_CUBIN_ARCHS if enable_rubin else BLACKWELL_CUBIN_ARCHS,")
+        assert fact.predicate.evaluate(Context(arch=Arch(10, 7))) is Tri.TRUE
+        on("sm100 sm103", fact.predicate)
+        assert "Sm100a/Sm100f/Sm103a" in fact.note and "Sm107a" in fact.note
+
+    def test_cubins_bound_the_jit_spec(self) -> None:
+        """The JIT spec compiles for major 12; the cubins exist for sm10x only."""
+        value, chain = support(self.lib, "flashinfer.moe_fp4", "sm120")
+        assert value is Tri.FALSE
+        last = chain[-1]
+        assert (last.path, last.line) == ("flashinfer/jit/modules.py", 16)
+        assert "tier b: precompiled cubins" in last.note
+        assert "disagrees with flashinfer/jit/modules.py:20" in last.note
+        value, chain = support(self.lib, "flashinfer.moe_fp4", "sm100")
+        assert value is Tri.TRUE and chain[-1].line == 16  # the stronger fact decides
+
+    def test_without_cubins_the_jit_spec_decides(self) -> None:
+        value, chain = support(self.lib, "flashinfer.moe_jit_only", "sm120")
+        assert value is Tri.TRUE and chain[-1].text == "supported_major_versions=[10, 12],"
+
+    def test_a_list_that_names_no_arch_gives_no_fact(self) -> None:
+        assert facts_of(self.lib, f"{self.M}.gen_dtype_module", "artifacts") == []
+        assert support(self.lib, "flashinfer.moe_with_unread_list", "sm120") == (Tri.UNKNOWN, [])
+
+    def test_conditional_use_holds_only_where_it_is_made(self) -> None:
+        (fact,) = facts_of(self.lib, f"{self.M}.gen_hopper_gemm_module", "artifacts")
+        assert fact.predicate.evaluate(Context(arch=Arch(12, 0))) is Tri.UNKNOWN
+        assert fact.predicate.evaluate(Context(arch=Arch(9, 0))) is Tri.TRUE
 
 
 # -- form 6: re-exports ---------------------------------------------------------------------------
@@ -476,12 +566,86 @@ def test_063_fact_inventory(fi063: KernelLibrary) -> None:
     assert counts["jit-spec"] >= 30
 
 
-def test_072_trtllm_moe_compiles_for_sm120(fi072: KernelLibrary) -> None:
-    # 0.7.2 builds the TRT-LLM MoE module with supported_major_versions=[10, 12]
+def test_072_trtllm_moe_cubins_bound_the_jit_spec(fi072: KernelLibrary) -> None:
+    """0.7.2 compiles the trtllm-gen MoE module with ``supported_major_versions=
+    [10, 12]`` (jit/fused_moe.py:386) but filters its kernel manifest to
+    ``BLACKWELL_CUBIN_ARCHS = ("Sm100a", "Sm100f", "Sm103a")``
+    (jit/trtllm_gen_metainfo.py:48), at jit/fused_moe.py:381: no kernel on sm120."""
     value, chain = fi072.support("flashinfer.trtllm_fp4_block_scale_moe", SM120)
-    assert value is not Tri.FALSE
-    assert chain[-1].text.startswith("supported_major_versions=[10, 12]")
+    assert value is Tri.FALSE
+    last = chain[-1]
+    assert (last.path, last.line) == ("flashinfer/jit/fused_moe.py", 381)
+    assert last.text == "RUBIN_CUBIN_ARCHS if enable_rubin else BLACKWELL_CUBIN_ARCHS,"
+    assert "Sm100a/Sm100f/Sm103a (BLACKWELL_CUBIN_ARCHS, flashinfer/jit/trtllm_gen_metainfo.py:48)" \
+        in last.note
+    assert "disagrees with" in last.note and "supported_major_versions=[10, 12]" in last.note
+    value, chain = fi072.support("flashinfer.trtllm_fp4_block_scale_moe", SM100)
+    assert value is Tri.TRUE and chain[-1].line == 381
     assert fi072.support("flashinfer.trtllm_fp4_block_scale_moe", Arch(9, 0))[0] is Tri.FALSE
+    assert fi072.support("flashinfer.trtllm_fp4_block_scale_moe", Arch(11, 0))[0] is Tri.FALSE
+
+
+def test_063_cute_dsl_masked_gemm_check_is_a_deny_list(fi063: KernelLibrary) -> None:
+    """``if major == 11 and minor == 0: raise`` (cute_dsl/blockscaled_gemm.py:3018)
+    rejects SM110 and says nothing about sm90: a doubt, not support."""
+    function = "flashinfer.cute_dsl.blockscaled_gemm.grouped_gemm_nt_masked"
+    value, chain = fi063.support(function, Arch(9, 0))
+    assert value is Tri.UNKNOWN
+    assert (chain[-1].line, chain[-1].text) == (3018, "if major == 11 and minor == 0:")
+    assert "says nothing about sm90" in chain[-1].note
+    assert fi063.support(function, Arch(11, 0))[0] is Tri.FALSE
+
+
+@pytest.mark.parametrize(("tree", "backend", "arch", "expected", "decorator"), [
+    # flashinfer/gemm/gemm_base.py, read by hand: the requirement table of mm_fp4
+    # and each check's @supported_compute_capability
+    ("063", "trtllm", SM120, Tri.FALSE, "@supported_compute_capability([100, 103])"),
+    ("063", "trtllm", SM100, Tri.TRUE, "@supported_compute_capability([100, 103])"),
+    ("063", "cudnn", SM120, Tri.TRUE, "@supported_compute_capability([100, 103, 110, 120, 121])"),
+    ("063", "cutlass", SM120, Tri.TRUE,
+     "@supported_compute_capability([100, 103, 110, 120, 121])"),
+    ("072", "trtllm", SM120, Tri.FALSE, "@supported_compute_capability([100, 103, 107])"),
+    ("072", "trtllm", SM100, Tri.TRUE, "@supported_compute_capability([100, 103, 107])"),
+    ("072", "cudnn", SM120, Tri.TRUE,
+     "@supported_compute_capability([100, 103, 107, 110, 120, 121])"),
+    ("072", "cutlass", SM100, Tri.TRUE,
+     "@supported_compute_capability([100, 103, 107, 110, 120, 121])"),
+])
+def test_backend_string_narrows_mm_fp4(flashinfer_063: SourceTree, flashinfer_072: SourceTree,
+                                       tree: str, backend: str, arch: Arch, expected: Tri,
+                                       decorator: str) -> None:
+    """A call with ``backend=`` is judged against that key of ``@backend_requirement``,
+    as the judge answers the link stage's ``KernelCall``."""
+    judge = _judges(flashinfer_063 if tree == "063" else flashinfer_072)
+    call = KernelCall("fp4_gemm_runner_backend", TRUE, "flashinfer.gemm.mm_fp4",
+                      "sglang/srt/layers/quantization/fp4_utils.py", 1, backend=backend)
+    value, chain = judge.support(call, arch)
+    assert value is expected, [e.note for e in chain]
+    assert chain[-1].path == "flashinfer/gemm/gemm_base.py" and chain[-1].text == decorator
+    assert any(f'"{backend}":' in e.text for e in chain)
+
+
+_JUDGES: dict[str, LibraryJudge] = {}
+
+
+def _judges(tree: SourceTree) -> LibraryJudge:
+    if tree.version not in _JUDGES:
+        _JUDGES[tree.version or ""] = kernel_judge_for(Index(tree))
+    return _JUDGES[tree.version or ""]
+
+
+def test_063_shuffle_helper_is_decided_by_a_public_building_block(
+        flashinfer_063: SourceTree) -> None:
+    """``shuffle_matrix_sf_a`` ends in ``return block_scale_interleave(w_shuffled)``
+    (fp4_quantization.py:802): its support is that public function's."""
+    judge = _judges(flashinfer_063)
+    shuffle = KernelCall("x", TRUE, "flashinfer.shuffle_matrix_sf_a", "s.py", 1)
+    assert judge.support(shuffle, SM120)[0] is Tri.TRUE
+    assert judge.delegate(shuffle, SM120) == "flashinfer.fp4_quantization.block_scale_interleave"
+    for own in ("flashinfer.fp4_quantize", "flashinfer.fused_moe.trtllm_fp4_block_scale_moe"):
+        kernel = KernelCall("x", TRUE, own, "s.py", 1)
+        assert judge.support(kernel, SM100)[0] is Tri.TRUE
+        assert judge.delegate(kernel, SM100) is None, own
 
 
 def test_072_cutlass_moe_and_cudnn_gemm(fi072: KernelLibrary) -> None:

@@ -93,6 +93,44 @@ def test_0523_pair_scans_with_kernel_evidence(pair_0523_072: Any) -> None:
     assert verdict.verdict.value == "blocked", _show(verdict)
 
 
+def test_0523_trtllm_moe_on_sm120_ends_at_the_cubin_list(pair_0523_072: Any) -> None:
+    """FlashInfer 0.7.2 compiles the trtllm-gen MoE module for majors [10, 12]
+    (jit/fused_moe.py:386) but ships it cubins for BLACKWELL_CUBIN_ARCHS only
+    (jit/trtllm_gen_metainfo.py:48, used at jit/fused_moe.py:381)."""
+    verdict = _verdict(pair_0523_072, "--moe-runner-backend", "flashinfer_trtllm", "sm120")
+    assert verdict.verdict.value == "unsupported", _show(verdict)
+    last = verdict.evidence[-1]
+    assert (last.path, last.line) == ("flashinfer/jit/fused_moe.py", 381), _show(verdict)
+    assert "precompiled cubins" in last.note and "Sm100a/Sm100f/Sm103a" in last.note
+    verdict = _verdict(pair_0523_072, "--moe-runner-backend", "flashinfer_trtllm", "sm100")
+    assert verdict.verdict.value == "supported", _show(verdict)
+
+
+def test_059_fp4_trtllm_is_not_supported_through_the_shuffle_helper(pair_059_063: Any) -> None:
+    """0.5.9 calls only ``shuffle_matrix_a`` / ``shuffle_matrix_sf_a`` under
+    ``is_flashinfer_trtllm()`` (modelopt_quant.py:1236); the TRUE of the latter
+    is ``block_scale_interleave``'s (fp4_quantization.py:802), a helper."""
+    verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_trtllm", "sm120")
+    assert verdict.verdict.value != "supported", _show(verdict)
+    assert any("a helper on the path" in e.note for e in verdict.evidence), _show(verdict)
+    # where the helper itself has no kernel, it does exclude the choice
+    verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_trtllm", "sm80")
+    assert verdict.verdict.value == "unsupported", _show(verdict)
+
+
+def test_059_cutedsl_moe_is_not_supported_on_sm90(pair_059_063: Any) -> None:
+    """The masked GEMM's only fact is ``if major == 11 and minor == 0: raise``
+    (cute_dsl/blockscaled_gemm.py:3018): it rejects SM110, says nothing of sm90;
+    the fp4 quantize helpers that run there are not support for the choice."""
+    verdict = _verdict(pair_059_063, "--moe-runner-backend", "flashinfer_cutedsl", "sm90")
+    assert verdict.verdict.value != "supported", _show(verdict)
+    assert any(e.line == 3018 and "says nothing about sm90" in e.note
+               for e in verdict.evidence), _show(verdict)
+    verdict = _verdict(pair_059_063, "--moe-runner-backend", "flashinfer_cutedsl", "sm110")
+    assert verdict.verdict.value == "unsupported", _show(verdict)
+    assert verdict.evidence[-1].line == 3018, _show(verdict)
+
+
 def test_cli_explain_and_graph(tmp_path: Path, capsys: Any, pair_059_063: Any) -> None:
     from realtrees import shared_cache_dir
 

@@ -10,11 +10,13 @@ form, each in its own module with its examples in the docstring:
     check.py                if major < 10: raise ...
     exports.py              from .fused_moe import cutlass_fused_moe
     callgraph.py            calls resolved by qualified name
+    artifacts.py            write_filtered_metainfo(..., BLACKWELL_CUBIN_ARCHS)  (cubin lists)
 
 ``support.py`` combines them along the call graph; ``library.py`` holds the
 result (``KernelLibrary``) and builds it (``build_kernel_library``).
 """
 
+from guardscan.kernels.artifacts import recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.callgraph import function_edges
 from guardscan.kernels.check import recognise_checks
@@ -29,7 +31,8 @@ from guardscan.kernels.support import Outcome
 #: every kernel-fact form, in the order above; docs/guard-forms.md lists each
 #: with its module's docstring
 RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
-               recognise_dispatch, recognise_checks, collect_exports, function_edges]
+               recognise_dispatch, recognise_checks, collect_exports, function_edges,
+               recognise_artifacts]
 
 __all__ = [
                "FACT_KINDS",

@@ -12,7 +12,12 @@ What it recognises
     conditions around it).
 Why it matters
     It is the kernel library rejecting the arch itself, before any kernel is
-    looked for.
+    looked for. Where the check passes, it is positive evidence only as an
+    allow-list (it raises unless the arch is in a set: ``if major != 12``); a
+    deny-list (``if major == 11 and minor == 0: raise``, ``if major < 10:
+    raise``) rejects what it names and says nothing about the rest. The
+    solver tells them apart by analysis: a check that also lets a far-future
+    arch (42.0) through is a deny-list (``support.deny_list``).
 Known limits
     Raises already explained as a dispatch's fall-through are left to the
     dispatch recogniser; raises inside ``except`` handlers are skipped.

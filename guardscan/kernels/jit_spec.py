@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 
 from guardscan.index.facts import CondPath, FunctionFact
-from guardscan.kernels.model import JIT_NOTE, KernelFact
+from guardscan.kernels.model import KernelFact
 from guardscan.kernels.paths import negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.predicate import Device, Predicate, conj, disj
@@ -102,7 +102,7 @@ def recognise_jit_specs(resolver: Resolver, table: ModuleSymbols, fn: FunctionFa
                 text=resolver.line_text(table.rel, line),
                 predicate=_conditional(Device("major", "in", majors), call.path, table,
                                        fn.qualname, path_predicate),
-                note=f"{call.func}({KEYWORD}={list(majors)}); {JIT_NOTE}",
+                note=f"{call.func}({KEYWORD}={list(majors)})",
             ))
     texts.extend((a.value, a.line) for a in table.scope_assigns.get(fn.qualname, []))
     texts.extend((r.value, r.line) for r in table.returns.get(fn.qualname, []))
@@ -144,7 +144,7 @@ def _gencode_fact(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, fu
     return KernelFact(
         function=function_id, kind="jit-spec", rel=table.rel, line=line,
         text=resolver.line_text(table.rel, line), predicate=disj(*preds),
-        note=f"compiles with {', '.join(dict.fromkeys(sources))}; {JIT_NOTE}",
+        note=f"compiles with {', '.join(dict.fromkeys(sources))}",
     )
 
 

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["LibraryJudge", "kernel_judge_for"]
 
 
-#: (support, evidence chain, whether the library defines the called name)
-KernelAnswer = tuple[Tri, list[Evidence], bool]
+#: (support, evidence chain, whether the library defines the called name, the
+#: public library function below the called one that decides a TRUE, or "")
+KernelAnswer = tuple[Tri, list[Evidence], bool, str]
 
 
 class AnswerStore(Protocol):
@@ -46,6 +47,7 @@ class LibraryJudge(KernelJudge):
         self.package = index.tree.package
         self.unresolved: dict[str, tuple[str, int]] = {}
         self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
+        self._delegates: dict[tuple[str, str | None, Arch], str] = {}
         self._answers = answers
         self._library: KernelLibrary | None = None
         self._replayed = False
@@ -75,7 +77,7 @@ class LibraryJudge(KernelJudge):
         answers = self._answers
         stored = answers.next(key) if answers is not None else None
         if stored is not None:
-            value, chain, resolved = stored
+            value, chain, resolved, delegate = stored
         else:
             if answers is not None and not self._replayed:
                 # a question the last scan did not ask here: bring the library
@@ -85,7 +87,7 @@ class LibraryJudge(KernelJudge):
                     self._compute(str(target), backend if isinstance(backend, str) else None,
                                   cast(Arch, old_arch))
             try:
-                value, chain, resolved = self._compute(call.target, call.backend, arch)
+                value, chain, resolved, delegate = self._compute(call.target, call.backend, arch)
             except Exception as exc:  # noqa: BLE001 - one kernel question never stops the scan
                 # undecided, reported, and not stored: a later scan asks again
                 self.faults.append(internal_error(
@@ -94,18 +96,31 @@ class LibraryJudge(KernelJudge):
                 self._memo[key] = (Tri.UNKNOWN, [])
                 return self._memo[key]
             if answers is not None:
-                answers.record(key, (value, list(chain), resolved))
+                answers.record(key, (value, list(chain), resolved, delegate))
         if not resolved:
             self.unresolved.setdefault(call.target, (call.rel, call.line))
         self._memo[key] = (value, list(chain))
+        if delegate:
+            self._delegates[key] = delegate
         return self._memo[key]
 
-    def _compute(self, target: str, backend: str | None, arch: Arch,
-                 ) -> tuple[Tri, list[Evidence], bool]:
-        """(support, evidence chain, whether the library defines ``target``)."""
+    def delegate(self, call: KernelCall, arch: Arch) -> str | None:
+        """The public library function, below the one called, whose facts decide
+        a TRUE ``support`` (``KernelLibrary.public_delegate``): the call is then
+        a helper on the path, its answer that building block's."""
+        if not self.covers(call):
+            return None
+        key = (call.target, call.backend, arch)
+        if key not in self._memo:
+            self.support(call, arch)
+        return self._delegates.get(key)
+
+    def _compute(self, target: str, backend: str | None, arch: Arch) -> KernelAnswer:
+        """(support, evidence chain, whether the library defines ``target``, the
+        public function that decides a TRUE below it or "")."""
         function = self.library.resolve(target)
         if function is None:
-            return Tri.UNKNOWN, [], False
+            return Tri.UNKNOWN, [], False, ""
         outcome = self.library.outcome(function, arch, backend)
         chain = list(outcome.chain)
         if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
@@ -115,7 +130,9 @@ class LibraryJudge(KernelJudge):
                               (e.note + "; " if e.note else "") + "only under conditions "
                               "not decided here")
                      for e in outcome.caveats[0]]
-        return outcome.value, chain, True
+        delegate = self.library.public_delegate(function, outcome) \
+            if outcome.value is Tri.TRUE else None
+        return outcome.value, chain, True, delegate or ""
 
     def store_answers(self) -> None:
         if self._answers is not None:

@@ -24,6 +24,7 @@ import networkx as nx
 from guardscan.arch import Arch
 from guardscan.index import Index
 from guardscan.kernels import backend_requirement, decorator, jit_spec
+from guardscan.kernels.artifacts import CubinList, cubin_lists, recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.bindings import Bindings
 from guardscan.kernels.callgraph import Edge, class_edges, function_edges
@@ -88,6 +89,7 @@ class KernelLibrary:
         self._call_sites: dict[str, list[str]] | None = None
         self._reversed_names: list[str] = []
         self._capability: dict[str, Predicate | None] = {}
+        self._cubin_lists: dict[str, CubinList] | None = None
         self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
 
     # -- building ------------------------------------------------------------------------
@@ -152,6 +154,17 @@ class KernelLibrary:
                     table_edge.text, True, table_edge.predicate, "table"))
             for fact in recognise_checks(self.resolver, table, fn, self.paths, dispatch.claimed):
                 self._add(fact)
+            for fact in recognise_artifacts(self.resolver, table, fn, self.cubin_lists,
+                                            self.paths.path_predicate):
+                self._add(fact)
+
+    @property
+    def cubin_lists(self) -> dict[str, CubinList]:
+        """The package's cubin architecture lists, found on first use (one
+        regular-expression pass over the package's text; no file is parsed)."""
+        if self._cubin_lists is None:
+            self._cubin_lists = cubin_lists(self.index, self.source_files)
+        return self._cubin_lists
 
     def _capability_of(self, function_id: str) -> Predicate | None:
         """The ``supported_compute_capability`` of a (check) function, if declared."""
@@ -319,6 +332,20 @@ class KernelLibrary:
         if backend is None:
             backend = self.default_backend(function_id)
         return self.solver.solve(function_id, arch, backend)
+
+    def public_delegate(self, function: str, outcome: Outcome) -> str | None:
+        """The first function below ``function`` on the outcome's chain that the
+        package's root ``__init__`` exports (by qualified name): the answer is
+        then that public building block's (``block_scale_interleave`` under
+        ``shuffle_matrix_sf_a``), shared by every API that calls it."""
+        function_id = self.resolve(function) or function
+        for callee in outcome.through:
+            if callee == function_id:
+                continue
+            short = callee.rpartition(".")[2]
+            if not short.startswith("_") and self.resolve(f"{self.package}.{short}") == callee:
+                return callee
+        return None
 
     def support(self, function: str, arch: Arch, backend: str | None = None,
                 ) -> tuple[Tri, list[Evidence]]:

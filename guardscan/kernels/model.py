@@ -16,6 +16,7 @@ __all__ = [
     "FACT_KINDS",
     "JIT_NOTE",
     "SPECIFICITY",
+    "STRENGTH",
     "BackendCheck",
     "Branch",
     "GuardFn",
@@ -27,19 +28,32 @@ __all__ = [
 #: ``Vocabulary.predicate`` fits as is: a result carrying ``.predicate`` is unwrapped.
 GuardFn = Callable[[str, str, str, int], object]
 
-FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check")
+FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts")
 
 #: How much a fact of each kind says about *which kernels exist* for an arch;
 #: when several facts decide, the evidence chain ends at the most specific one.
-#: A decorator names exact capabilities; a raising check is the code's own
-#: word; a JIT spec only says what compiles; a dispatch only says a branch
-#: exists (its callee says more).
+#: Three tiers: (a) an explicit check (a decorator names exact capabilities,
+#: a raising check is the code's own word); (b) what was built ahead of time
+#: (the cubin architectures a module loads bound what its JIT spec may claim);
+#: (c) a JIT spec, which only says what compiles. A dispatch only says a
+#: branch exists (its callee says more).
 SPECIFICITY = {
-    "decorator": 5,
-    "backend-requirement": 5,
-    "check": 4,
+    "decorator": 6,
+    "backend-requirement": 6,
+    "check": 5,
+    "artifacts": 4,
     "jit-spec": 3,
     "dispatch": 2,
+}
+
+#: The tier of each kind, in words, for the evidence note of the deciding fact.
+STRENGTH = {
+    "decorator": "tier a: explicit capability check",
+    "backend-requirement": "tier a: explicit capability check, per backend",
+    "check": "tier a: explicit raising check",
+    "artifacts": "tier b: precompiled cubins, they bound what a JIT spec may claim",
+    "jit-spec": "tier c: what may compile, not which kernels exist",
+    "dispatch": "a branch exists, its callee says more",
 }
 
 JIT_NOTE = "a JIT spec says what compiles for the arch, not which kernels exist"

@@ -14,17 +14,31 @@ into TRUE or FALSE by itself):
 * TRUE needs positive evidence: a fact (own, or on a required callee) that is
   TRUE on ``A`` with every part of it decided, and nothing FALSE on the
   required path. Otherwise UNKNOWN.
+* A raising check (or a dispatch's fall-through) that ``A`` passes is positive
+  evidence only when it is an *allow-list*: it raises unless the arch is in a
+  set. A *deny-list* (``if major == 11 and minor == 0: raise``; ``if major <
+  10: raise``) rejects the archs it names and says nothing about the others.
+  The test is analysis, not a list: a check that also lets a hypothetical
+  far-future arch through (``FAR_FUTURE``, capability 42.0) is a deny-list.
+  A passing deny-list is a *doubt*: with nothing else deciding, ``f`` is
+  UNKNOWN with that check as its chain (the function is arch-restricted and
+  guardscan cannot tell whether ``A`` is among what it allows), not
+  arch-neutral UNKNOWN (no chain).
 * One exception, where facts disagree: when every exclusion comes from a JIT
   spec (what *compiles*) and a declaration on the path (``@supported_compute_
   capability``, ``@backend_requirement``) includes ``A``, the declaration, the
   more specific fact, decides; the chain's last hop names the JIT spec it
-  overrides. An explicit raising check or a dispatch's fall-through is never
-  overridden.
+  overrides. An explicit raising check, a dispatch's fall-through or a cubin
+  list (what was built) is never overridden.
 
-The evidence chain has one ``kernel`` Evidence per call hop and ends at the
-deciding fact's line; when several facts decide, the most specific kind wins
-(decorator / backend-requirement > check > jit-spec > dispatch), and when facts
-disagree the deciding hop's note names the other one.
+Which fact decides, by strength (``model.SPECIFICITY``; the deciding hop's
+note names the tier, ``model.STRENGTH``): (a) an explicit check, a
+decorator or backend requirement, then a raising check; (b) precompiled
+artifacts (the cubin architectures a module loads), which bound what its JIT
+spec may claim; (c) a JIT spec's ``supported_major_versions`` or nvcc flags;
+then a dispatch. The evidence chain has one ``kernel`` Evidence per call hop
+and ends at the deciding fact's line; when facts disagree the deciding hop's
+note names the other one.
 """
 
 from __future__ import annotations
@@ -35,16 +49,23 @@ from dataclasses import dataclass, field
 from guardscan.arch import Arch
 from guardscan.kernels.callgraph import Edge
 from guardscan.kernels.conditions import BACKEND_OPTION
-from guardscan.kernels.model import SPECIFICITY, KernelFact
+from guardscan.kernels.model import SPECIFICITY, STRENGTH, KernelFact
 from guardscan.predicate import Context, Predicate, Tri, atoms
 from guardscan.results import Evidence, Role
 
-__all__ = ["MAX_DEPTH", "Outcome", "SupportSolver"]
+__all__ = ["FAR_FUTURE", "MAX_DEPTH", "Outcome", "SupportSolver", "deny_list"]
 
 #: Longer call chains are cut (UNKNOWN); real ones are under a dozen hops.
 MAX_DEPTH = 64
 #: Caveats kept per function (the first ones, in call-line order).
 MAX_CAVEATS = 16
+#: A capability no GPU has: a raising check that lets it through rejects a
+#: list of archs rather than admitting one (a deny-list).
+FAR_FUTURE = Arch(42, 0)
+#: The kinds whose TRUE can come from a check that passes (a raise not reached).
+_RAISING_KINDS = frozenset({"check", "dispatch"})
+#: The kinds that declare capabilities (and may override a JIT spec's exclusion).
+_DECLARATIONS = frozenset({"decorator", "backend-requirement"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +73,7 @@ class _Candidate:
     rank: int
     chain: tuple[Evidence, ...]
     kind: str  # the deciding fact's kind
+    through: tuple[str, ...] = ()  # the callees the chain passes, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +83,8 @@ class Outcome:
     rank: int = 0
     kind: str = ""  # the deciding fact's kind
     caveats: tuple[tuple[Evidence, ...], ...] = field(default=())
+    #: the functions the chain passes through below the one asked, in order
+    through: tuple[str, ...] = ()
 
 
 _NOTHING = Outcome(Tri.UNKNOWN)
@@ -71,8 +95,19 @@ def decided(pred: Predicate, ctx: Context) -> bool:
     return all(a.evaluate(ctx) is not Tri.UNKNOWN for a in atoms(pred))
 
 
+def deny_list(fact: KernelFact, ctx: Context) -> bool:
+    """A raising fact that also admits ``FAR_FUTURE``: it rejects the archs it
+    lists and says nothing about the others (see the module docstring)."""
+    if fact.kind not in _RAISING_KINDS:
+        return False
+    future = Context(arch=FAR_FUTURE, options=ctx.options, quantization=ctx.quantization)
+    return fact.predicate.evaluate(future) is not Tri.FALSE
+
+
 def _fact_evidence(fact: KernelFact, value: Tri, extra: str = "") -> Evidence:
-    note = f"{fact.kind}: {fact.predicate.describe()} -> {value.value}"
+    strength = STRENGTH.get(fact.kind)
+    kind = f"{fact.kind} ({strength})" if strength else fact.kind
+    note = f"{kind}: {fact.predicate.describe()} -> {value.value}"
     if fact.note:
         note += f" ({fact.note})"
     if extra:
@@ -84,7 +119,7 @@ def _compile_only(falses: list[_Candidate], trues: list[_Candidate]) -> bool:
     """Every exclusion is a JIT spec's, and a declaration (decorator or backend
     requirement) includes the arch: the declaration, more specific, decides."""
     return all(f.kind == "jit-spec" for f in falses) and any(
-        t.rank > SPECIFICITY["jit-spec"] and t.kind != "check" for t in trues)
+        t.kind in _DECLARATIONS for t in trues)
 
 
 def _pick(candidates: list[_Candidate]) -> _Candidate:
@@ -127,16 +162,20 @@ class SupportSolver:
         ctx = Context(arch=arch, options={BACKEND_OPTION: chosen} if chosen else {})
         falses: list[_Candidate] = []
         trues: list[_Candidate] = []
+        doubts: list[_Candidate] = []  # passing deny-lists, here or on a required callee
         caveats: list[tuple[Evidence, ...]] = []
-        own: list[tuple[KernelFact, Tri]] = []
         for fact in self.facts_of(function, backend):
             value = fact.predicate.evaluate(ctx)
-            own.append((fact, value))
             rank = SPECIFICITY.get(fact.kind, 1)
             if value is Tri.FALSE:
                 falses.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
             elif value is Tri.TRUE and decided(fact.predicate, ctx):
-                trues.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
+                if deny_list(fact, ctx):
+                    doubts.append(_Candidate(rank, (_fact_evidence(
+                        fact, value, f"rejects listed archs only (it lets {FAR_FUTURE.name} "
+                        f"through too): says nothing about {arch.name}"),), fact.kind))
+                else:
+                    trues.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
         for edge in sorted(self.edges_of(function, backend), key=lambda e: (e.line, e.callee)):
             when = edge.condition.evaluate(ctx)
             if when is Tri.FALSE:
@@ -146,26 +185,35 @@ class SupportSolver:
                 continue
             hop = self._hop(edge, when)
             chain = (hop, *sub.chain)
+            through = (edge.callee, *sub.through)
             if sub.value is Tri.FALSE:
                 if when is Tri.TRUE:
-                    falses.append(_Candidate(sub.rank, chain, sub.kind))
+                    falses.append(_Candidate(sub.rank, chain, sub.kind, through))
                 else:
                     caveats.append(chain)
             elif sub.value is Tri.TRUE and when is Tri.TRUE:
-                trues.append(_Candidate(sub.rank, chain, sub.kind))
+                trues.append(_Candidate(sub.rank, chain, sub.kind, through))
+            elif sub.value is Tri.UNKNOWN and sub.chain and when is Tri.TRUE:
+                doubts.append(_Candidate(sub.rank, chain, sub.kind, through))
             caveats.extend((hop, *c) for c in sub.caveats if when is Tri.TRUE)
         caveats = caveats[:MAX_CAVEATS]
         if falses and trues and _compile_only(falses, trues):
             best = _pick(trues)
             chain = self._with_disagreement(best.chain, falses)
-            return Outcome(Tri.TRUE, chain, best.rank, best.kind, tuple(caveats))
+            return Outcome(Tri.TRUE, chain, best.rank, best.kind, tuple(caveats), best.through)
         if falses:
             best = _pick(falses)
             chain = self._with_disagreement(best.chain, trues)
-            return Outcome(Tri.FALSE, chain, best.rank, best.kind, tuple(caveats))
+            return Outcome(Tri.FALSE, chain, best.rank, best.kind, tuple(caveats), best.through)
         if trues:
             best = _pick(trues)
-            return Outcome(Tri.TRUE, best.chain, best.rank, best.kind, tuple(caveats))
+            return Outcome(Tri.TRUE, best.chain, best.rank, best.kind, tuple(caveats),
+                           best.through)
+        if doubts:
+            # arch-restricted code that does not say whether this arch is allowed
+            best = _pick(doubts)
+            return Outcome(Tri.UNKNOWN, best.chain, best.rank, best.kind, tuple(caveats),
+                           best.through)
         return Outcome(Tri.UNKNOWN, caveats=tuple(caveats))
 
     def _hop(self, edge: Edge, when: Tri) -> Evidence:

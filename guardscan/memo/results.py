@@ -432,8 +432,9 @@ def _load(path: Path, kind: type[_T]) -> _T | None:
     return loaded if isinstance(loaded, kind) else None
 
 
-#: (support, evidence chain, whether the library defines the called name)
-Answer = tuple[Tri, list[Evidence], bool]
+#: (support, evidence chain, whether the library defines the called name, the
+#: public library function below the called one that decides a TRUE, or "")
+Answer = tuple[Tri, list[Evidence], bool, str]
 #: ((call target, backend, arch), answer)
 KernelAnswer = tuple[tuple[object, ...], Answer]
 
