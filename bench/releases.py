@@ -105,8 +105,8 @@ def line_of(outcome: Outcome) -> str:
 
 
 def markdown(outcomes: list[Outcome]) -> str:
-    rows = ["| sglang | exit | time (s) | flashinfer | blocked | unsupported | supported "
-            "| unknown | diagnostics |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = [("| sglang | exit | time (s) | flashinfer | blocked | unsupported | supported "
+            "| unknown | diagnostics |"), "|---|---|---|---|---|---|---|---|---|"]
     for o in outcomes:
         counts = " | ".join(str(o.verdicts[v]) for v in VERDICTS)
         note = _counts(o.diagnostics) + (f"; {o.message}" if o.message else "")

@@ -323,14 +323,19 @@ def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
         for gate in links.findings:
             if gate.option != dest or gate.kind not in (*GATE_KINDS, FindingKind.IMPORT):
                 continue
-            cond = substitute(gate.condition, lambda atom: Const(value in atom.choices) if
-                              isinstance(atom, OptionIs) and atom.option == dest else None)
+            cond = _holding(gate.condition, dest, value)
             if cond == Const(False):
                 continue
             out.setdefault(alias.choice, []).append(Finding(
                 gate.kind, gate.rel, gate.line, conj(alias.condition, cond),
                 (*alias.hops, *gate.hops), option=option.dest, text=gate.text))
     return out
+
+
+def _holding(pred: Predicate, dest: str, value: str) -> Predicate:
+    """``pred`` with option ``dest`` holding ``value``: its tests decided."""
+    return substitute(pred, lambda atom: Const(value in atom.choices) if
+                      isinstance(atom, OptionIs) and atom.option == dest else None)
 
 
 def _about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,

@@ -301,8 +301,8 @@ def test_changed_keys_agree_with_unseen_change(tmp_path: Path) -> None:
 
 
 def _check_keys(first: Analysis) -> int:
-    from guardscan.memo.records import Changes
     from guardscan.index.observe import text_answer_changed, unseen_change
+    from guardscan.memo.records import Changes
 
     index = first.index
     assert index is not None

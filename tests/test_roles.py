@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import pytest
 from fixturetree import (
     describe_chain,
     fixture,

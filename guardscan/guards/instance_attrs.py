@@ -98,22 +98,22 @@ class InstanceAttributes:
         for assign in sorted(by_method[setter], key=lambda a: a.line):
             if assign.scope != setter:
                 return UnkV(f"self.{attr} is set in a nested function")
-            value = lookup.assign_value(rel, assign, target)
-            if not isinstance(value, _COMPARABLE):
+            assigned = lookup.assign_value(rel, assign, target)
+            if not isinstance(assigned, _COMPARABLE):
                 return UnkV(f"self.{attr} is set to a value not known here")
             cond = lookup.path_pred(facts, rel, assign.scope, assign.path)
-            alternatives = [(cond, value), *[
+            alternatives = [(cond, assigned), *[
                 (conj(neg(cond), c), v) for c, v in alternatives]]
             alternatives = [(c, v) for c, v in alternatives if c != FALSE]
             if len(alternatives) > MAX_ALTERNATIVES:
                 return UnkV(f"self.{attr} has too many values")
         others = [m for m in by_method if m != setter]
         out: list[tuple[Predicate, Value]] = []
-        for cond, value in alternatives:
+        for cond, held in alternatives:
             if others:  # another method may have set it since
                 cond = conj(cond, Unknown(f"self.{attr} not set since by "
                                           f"{others[0].rsplit('.', 1)[-1]}()"))
-            out.append((cond, value if value is not None else UnkV(f"self.{attr} not set")))
+            out.append((cond, held if held is not None else UnkV(f"self.{attr} not set")))
         if others:
             out.append((Unknown(f"self.{attr} set by {others[0].rsplit('.', 1)[-1]}()"),
                         UnkV(f"self.{attr} as another method sets it")))

@@ -18,14 +18,13 @@ from collections.abc import Callable
 
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.choices import ChoiceValues, choice_text
-from guardscan.guards.instance_attrs import InstanceAttributes
 from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
+from guardscan.guards.instance_attrs import InstanceAttributes
 from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
     AltV,
-    TupleV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -37,6 +36,7 @@ from guardscan.guards.values import (
     ModuleV,
     OptV,
     PredV,
+    TupleV,
     UnkV,
     Value,
 )

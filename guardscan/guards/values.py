@@ -13,9 +13,29 @@ from dataclasses import dataclass
 from guardscan.predicate import Predicate
 
 __all__ = [
-    "AltV", "ChoiceV", "TupleV", "ClassV", "ConstV", "CudaV", "DevQ", "EnumMemberV", "ExtV", "FormValue", "FrozenSlice", "FuncV",
-    "InstanceV", "MajorTimesTen", "ModuleV", "Opaque", "OptV", "PlatformV", "PredV", "UnkV",
-    "Value", "Wrapper", "freeze",
+    "AltV",
+    "ChoiceV",
+    "ClassV",
+    "ConstV",
+    "CudaV",
+    "DevQ",
+    "EnumMemberV",
+    "ExtV",
+    "FormValue",
+    "FrozenSlice",
+    "FuncV",
+    "InstanceV",
+    "MajorTimesTen",
+    "ModuleV",
+    "Opaque",
+    "OptV",
+    "PlatformV",
+    "PredV",
+    "TupleV",
+    "UnkV",
+    "Value",
+    "Wrapper",
+    "freeze",
 ]
 
 

@@ -388,7 +388,7 @@ def _declared_globals(body: list[ast.stmt]) -> tuple[str, ...]:
     """The names a function body declares ``global``, in its own statements
     and the blocks nested in them (not in nested functions or classes)."""
     names: list[str] = []
-    todo = list(body)
+    todo: list[ast.AST] = list(body)
     while todo:
         stmt = todo.pop()
         if isinstance(stmt, ast.Global):
