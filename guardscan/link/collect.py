@@ -6,6 +6,8 @@ tests of an option as ``OptionIs`` atoms.
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Protocol
@@ -119,21 +121,45 @@ def _with_indirect(index: Index, candidates: list[str], tokens: list[str]) -> li
     reaches a test there without the option being named (one level deep)."""
     if not candidates or not tokens:
         return candidates
+    wanted = set(tokens)
     names: set[str] = set()
     for rel in candidates:
-        facts = index.view(rel)
-        if facts is None:
-            continue
-        for ret in facts.returns:
-            if ret.scope and any(t in ret.value for t in tokens):
-                name = ret.scope.rsplit(".", 1)[-1]
-                if len(name) >= 8 and not name.startswith("__"):
-                    names.add(name)
+        for name, words in index.text_answer(rel, returned_words):
+            if wanted.intersection(words) and len(name) >= 8 and not name.startswith("__"):
+                names.add(name)
     if not names:
         return candidates
     found = set(candidates) | set(index.grep(sorted(names)))
     order = {rel: i for i, rel in enumerate(index.tree.files)}
     return sorted(found, key=lambda rel: order.get(rel, len(order)))
+
+
+_DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_RETURN = re.compile(rb"^([ \t]*)return\b([^\n]*(?:\n\1[ \t]+[^\n]*)*)", re.MULTILINE)
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def returned_words(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(function, the words of its ``return`` statements) for each function of
+    a file's text that returns something, read from the text alone (a text
+    query the result cache asks again of changed bytes)."""
+    defs = [(m.start(), len(m.group(1)), m.group(2).decode()) for m in _DEF.finditer(data)]
+    if not defs:
+        return ()
+    out: dict[str, set[str]] = {}
+    starts = [d[0] for d in defs]
+    for match in _RETURN.finditer(data):
+        indent = len(match.group(1))
+        position = bisect.bisect_right(starts, match.start()) - 1
+        while position >= 0 and defs[position][1] >= indent:
+            position -= 1
+        if position < 0:
+            continue
+        words = out.setdefault(defs[position][2], set())
+        # (short words are never an option's name, enum or method: kept out of
+        # the answer, which the result cache stores)
+        words.update(w.decode() for w in _WORD.findall(match.group(2)) if len(w) >= 6)
+    return tuple((name, tuple(sorted(words))) for name, words in sorted(out.items()) if words)
 
 
 def unset_twins(options: Sequence[OptionInfo]) -> dict[str, tuple[str, ...]]:
