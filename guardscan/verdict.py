@@ -5,13 +5,21 @@ Rules, in order (each documented in docs/verdicts.md, generated from here):
 blocked
     A gate on the choice's path is TRUE for the architecture: SGLang itself
     raises. Needs every atom of the gate's condition decided (device, option,
-    and, with ``--quantization``, the method).
+    and, with ``--quantization``, the method). The choice's path includes what
+    the value reaches: code registered for the choice under any option that
+    picks from the same choices (``--prefill-attention-backend fa3`` meets the
+    gates of the registered ``fa3`` factory), and the gates of another option's
+    choice that code run for this one sets (an ``alias``: ``--moe-runner-backend
+    megamoe`` is rewritten into ``--moe-a2a-backend megamoe``). While a choice
+    is judged, its twin options that fall back to it are taken as not given.
 unsupported
     Not blocked, but a kernel the choice's own code calls (in a module named
     for the choice, a function registered for it, or code under a test of the
     option) declares that it does not run on the architecture (kernel facts
     from FlashInfer: ``@supported_compute_capability``, the
-    ``@backend_requirement`` entry of the ``backend=`` passed, cubin lists,
+    ``@backend_requirement`` entry of the ``backend=`` passed, judged with
+    the string this choice hands over when SGLang computes it from the
+    option's value (``removeprefix("flashinfer_")``), cubin lists,
     JIT specs, per-arch dispatch, explicit checks), and the call is
     *required*: its reach condition is TRUE for the choice on the arch.
     Calls on a branch not taken there (an alternative chosen by the arch or
