@@ -328,10 +328,17 @@ class KernelLibrary:
 
     def outcome(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:
         """``support`` with its caveats (FALSE facts on calls made only sometimes)."""
-        function_id = self.resolve(function) or function
+        function_id = self.constructor(self.resolve(function) or function)
         if backend is None:
             backend = self.default_backend(function_id)
         return self.solver.solve(function_id, arch, backend)
+
+    def constructor(self, name: str) -> str:
+        """A class's ``__init__`` when ``name`` is a class that defines one
+        (calling the class runs it: ``CuteDslMoEWrapper(...)`` meets the
+        ``@supported_compute_capability`` on its ``__init__``), else ``name``."""
+        init = f"{name}.__init__"
+        return init if self.resolver.function_fact(init) is not None else name
 
     def public_delegate(self, function: str, outcome: Outcome) -> str | None:
         """The first function below ``function`` on the outcome's chain that the

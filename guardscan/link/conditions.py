@@ -21,7 +21,7 @@ from guardscan.predicate import OptionIs, Predicate, Unknown, atoms, conj, menti
 
 __all__ = ["MAX_DEFINITION_HOPS", "Conditions", "option_atoms"]
 
-_MISSING_VALUE_CHECK = re.compile(r"^\s*[\w.]+\s+is\s+None\s*$")
+_MISSING_VALUE_CHECK = re.compile(r"^\s*[\w.]+\s+is\s+(?:not\s+)?None\s*$")
 
 #: Definition lines shown per guard (the closest first: the rest is in the graph).
 MAX_DEFINITION_HOPS = 4
@@ -60,7 +60,9 @@ class Conditions:
         whose test says nothing about device or options (a plug-in lookup such as
         ``(f := CUSTOM.get(name)) is not None``) is taken as not taken: the chain
         exists to reach the option's own branch. Likewise a guard clause for a
-        missing value (``if quant_config is None: return``) is taken as passed.
+        missing value (``if quant_config is None: return``) is taken as passed,
+        and so is a lazy initialiser's early exit (``if self._wrapper is not
+        None: return``): what follows runs the first time.
         Both err toward finding a gate, never toward calling a choice supported.
         """
         parts = []
