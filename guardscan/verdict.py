@@ -288,8 +288,10 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     calls = [_carried_scope(c) if quantization is None and c.backends else c
              for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
-    # twins that fall back to this option are not given while it is judged
-    unset = {twin: "" for twin in links.unset.get(option.dest, ())}
+    # while one option is judged the others hold their defaults (a launch that
+    # sets only this flag), and its twins that fall back to it are not given
+    unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
+    unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
     shared = _Shared(option.dest, unset)
     out: list[BackendVerdict] = []
     for choice in option.choices:

@@ -23,7 +23,7 @@ from guardscan.link.regions import RegisteredRegions
 from guardscan.link.units import Units
 from guardscan.results import OptionInfo
 
-__all__ = ["EnumModel", "collect_links", "option_model", "unset_twins"]
+__all__ = ["EnumModel", "collect_links", "default_choices", "option_model", "unset_twins"]
 
 
 class EnumModel(Protocol):
@@ -110,6 +110,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))
     ctx.links.findings.extend(help_claims(options))
     ctx.links.unset = unset_twins(options)
+    ctx.links.defaults = default_choices(options)
     units.finish()
     return ctx.links
 
@@ -160,6 +161,19 @@ def returned_words(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
         # the answer, which the result cache stores)
         words.update(w.decode() for w in _WORD.findall(match.group(2)) if len(w) >= 6)
     return tuple((name, tuple(sorted(words))) for name, words in sorted(out.items()) if words)
+
+
+def default_choices(options: Sequence[OptionInfo]) -> dict[str, str]:
+    """Each option's default, where it is a literal that names one of its
+    choices (``"auto"``, ``"none"``)."""
+    out = {}
+    for opt in options:
+        default = (opt.default or "").strip()
+        if len(default) >= 2 and default[0] == default[-1] and default[0] in "\"'":
+            default = default[1:-1]
+        if default in opt.choices:
+            out[opt.dest] = default
+    return out
 
 
 def unset_twins(options: Sequence[OptionInfo]) -> dict[str, tuple[str, ...]]:

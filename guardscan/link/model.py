@@ -135,6 +135,9 @@ class Links:
     #: (the same choices) whose default is unset, which fall back to it
     #: (``--prefill-attention-backend`` while judging ``--attention-backend``)
     unset: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: dest -> its default when that is one of its choices: what another
+    #: option holds while one is judged (a launch that sets only the flag judged)
+    defaults: dict[str, str] = field(default_factory=dict)
 
 
 for _cls in (Hop, Finding, KernelCall):
