@@ -34,6 +34,7 @@ from guardscan.predicate import (
     OptionIs,
     Predicate,
     Tri,
+    Unknown,
     atoms,
     conj,
     disj,
@@ -178,8 +179,14 @@ class FunctionCalls:
         computed = self._computed_value(results)
         if computed is not None:
             return computed
-        if all(isinstance(v, (PredV, ConstV)) for _, v in results):
-            pred = disj(*(conj(c, self.interpreter.to_pred(v)) for c, v in results))
+        truths = [v for _, v in results if isinstance(v, PredV) or isinstance(
+            v, ConstV) and isinstance(v.value, bool)]
+        if all(isinstance(v, (PredV, ConstV)) for _, v in results) or truths and all(
+                isinstance(v, (PredV, ConstV, UnkV)) for _, v in results):
+            # a guard's returns; one not read here (``return envs.X.get()``)
+            # is an undecided truth beside the others, never a guess
+            pred = disj(*(conj(c, Unknown(v.reason) if isinstance(v, UnkV) else
+                               self.interpreter.to_pred(v)) for c, v in results))
             if len(atoms(pred)) > MAX_GUARD_ATOMS:
                 return UnkV(f"{fdef.name}() is too large to read as a guard")
             return PredV(pred)
