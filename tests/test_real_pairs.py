@@ -62,11 +62,17 @@ def test_cutlass_moe_is_safe_on_sm120_through_the_sm120_module(pair_059_063: Any
 
 def test_fp4_cudnn_gemm_is_safe_on_sm120(pair_059_063: Any) -> None:
     # The cuDNN FP4 GEMM ran on this GPU. SGLang hands the choice to FlashInfer
-    # as a computed ``backend=`` string that guardscan does not follow yet, so
-    # the path carries no arch evidence: unknown (safe to try), never blocked.
+    # as a computed ``backend=`` string (``removeprefix("flashinfer_")``): the
+    # call is judged against mm_fp4's "cudnn" requirement, which lists sm120.
     verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_cudnn", "sm120")
-    assert verdict.verdict.value == "unknown", _show(verdict)
-    assert not any(e.role in ("gate", "kernel") for e in verdict.evidence), _show(verdict)
+    assert verdict.verdict.value == "supported", _show(verdict)
+    assert "backend= carries" in verdict.evidence[1].note, _show(verdict)
+    assert verdict.evidence[-1].text.startswith("@supported_compute_capability("), _show(verdict)
+    assert "120" in verdict.evidence[-1].text, _show(verdict)
+    # the same call, with the string the trtllm choice hands over, excludes it
+    trtllm = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_trtllm", "sm120")
+    assert trtllm.verdict.value == "unsupported", _show(trtllm)
+    assert trtllm.evidence[-1].text == "@supported_compute_capability([100, 103])", _show(trtllm)
 
 
 def test_explain_ends_at_the_jit_spec(pair_059_063: Any) -> None:
@@ -111,8 +117,9 @@ def test_059_fp4_trtllm_is_not_supported_through_the_shuffle_helper(pair_059_063
     ``is_flashinfer_trtllm()`` (modelopt_quant.py:1236); the TRUE of the latter
     is ``block_scale_interleave``'s (fp4_quantization.py:802), a helper."""
     verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_trtllm", "sm120")
-    assert verdict.verdict.value != "supported", _show(verdict)
-    assert any("a helper on the path" in e.note for e in verdict.evidence), _show(verdict)
+    assert verdict.verdict.value == "unsupported", _show(verdict)
+    # decided by the GEMM itself (mm_fp4's "trtllm" requirement), not the helper
+    assert "_trtllm_gemm_fp4_requirement" in verdict.evidence[-2].note, _show(verdict)
     # where the helper itself has no kernel, it does exclude the choice
     verdict = _verdict(pair_059_063, "--fp4-gemm-backend", "flashinfer_trtllm", "sm80")
     assert verdict.verdict.value == "unsupported", _show(verdict)

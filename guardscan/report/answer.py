@@ -108,6 +108,9 @@ _FACT_KINDS: dict[str, tuple[str, str, str]] = {
                  "strong: nothing is compiled for it, so the module cannot load",
                  ("moderate: the module compiles for it; which kernels it holds is "
                   "decided at run time")),
+    "artifacts": ("the precompiled kernels a module loads (a cubin architecture list)",
+                  "strong: no kernel is shipped for it, whatever the JIT spec compiles",
+                  "strong: kernels are shipped for it"),
     "dispatch": ("a per-architecture dispatch in the kernel library",
                  "moderate: no branch is taken for it",
                  "weak: a branch exists for it, what it calls decides"),
@@ -126,7 +129,7 @@ _ROLE_FACTS: dict[str, tuple[str, str]] = {
     Role.SELECT.value: ("a device test that picks an implementation",
                         "none: picking is not a claim of support"),
 }
-_KIND = re.compile(r"^(?P<kind>[a-z][a-z-]*): ")
+_KIND = re.compile(r"^(?P<kind>[a-z][a-z-]*)(?: \((?P<tier>tier [abc])[^)]*\))?: ")
 
 
 def describe_fact(ev: Evidence, verdict: Verdict) -> tuple[str, str]:
@@ -136,7 +139,11 @@ def describe_fact(ev: Evidence, verdict: Verdict) -> tuple[str, str]:
         kind = match.group("kind") if match else ""
         if kind in _FACT_KINDS:
             what, excludes, admits = _FACT_KINDS[kind]
-            return what, excludes if verdict in _AVOID else admits
+            tier = match.group("tier") if match else None
+            # the kernel stage ranks its facts (a: an explicit check on the API
+            # called, b: the precompiled artifacts, c: a JIT spec)
+            return (f"{what}, {tier}" if tier else what), (
+                excludes if verdict in _AVOID else admits)
         return "a fact in the kernel library", "as the note says"
     if ev.role == Role.GATE.value and verdict is Verdict.SUPPORTED:
         return ("a check in SGLang that raises elsewhere and admits this architecture",
