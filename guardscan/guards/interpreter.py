@@ -326,7 +326,10 @@ class Interpreter:
             return orelse
         if body == orelse:
             return body
-        if isinstance(body, (PredV, ConstV)) and isinstance(orelse, (PredV, ConstV)):
+        texts = [v for v in (body, orelse) if isinstance(v, ConstV) and not isinstance(
+            v.value, (bool, type(None)))]
+        if not texts and isinstance(body, (PredV, ConstV)) and isinstance(
+                orelse, (PredV, ConstV)):
             return PredV(disj(conj(test, self.to_pred(body)),
                               conj(neg(test), self.to_pred(orelse))))
         chosen = (OptV, ChoiceV, ConstV, EnumMemberV, AltV)

@@ -38,7 +38,7 @@ from guardscan.predicate import (
     neg,
     substitute,
 )
-from guardscan.syntax import parse_expr, unparse
+from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
@@ -156,7 +156,6 @@ class QuantizationMethods:
         (an ``auto`` default), which only the methods' own paths give."""
         if not self._inside(rel):
             return cond
-        cond = self._instance_attributes(rel, scope, cond)
         tested = option_atoms(cond)
         variant = "full"
         if evidence:
@@ -295,62 +294,6 @@ class QuantizationMethods:
                     following.update(edge.target for edge in paths.edges(key, None))
             level = following
         return found
-
-    def _instance_attributes(self, rel: str, scope: str, cond: Predicate) -> Predicate:
-        """Tests of an attribute the class sets once, in its constructor, from
-        constants (``self.quant_mode = "w4a16" if a and b else "w4a4"``), read
-        as what decides the constant: ``self.quant_mode == "w4a16"`` is
-        ``a and b``."""
-        unknowns = [a for a in atoms(cond) if isinstance(a, Unknown) and "self." in a.reason]
-        if not unknowns:
-            return cond
-        facts = self.ctx.index.view(rel)
-        fdef = facts.function(scope.split(".")[0] if "." not in scope else
-                              ".".join(scope.split(".")[:2])) if facts is not None else None
-        if facts is None or fdef is None or not fdef.cls:
-            return cond
-        mapping: dict[Predicate, Predicate] = {}
-        for atom in unknowns:
-            assert isinstance(atom, Unknown)
-            meaning = self._attribute_test(facts, fdef.cls, atom.reason)
-            if meaning is not None:
-                mapping[atom] = meaning
-        return substitute(cond, mapping.get) if mapping else cond
-
-    def _attribute_test(self, facts: Any, cls: str, text: str) -> Predicate | None:
-        node = parse_expr(text)
-        if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
-                node.ops[0], (ast.Eq, ast.NotEq)) and isinstance(node.left, ast.Attribute)
-                and isinstance(node.left.value, ast.Name) and node.left.value.id == "self"
-                and isinstance(node.comparators[0], ast.Constant)):
-            return None
-        target = f"self.{node.left.attr}"
-        assigns = [a for a in facts.in_tree("assigns", cls) if target in a.targets]
-        if len(assigns) != 1 or assigns[0].scope != f"{cls}.__init__" or assigns[0].path:
-            return None
-        assign = assigns[0]
-        value = parse_expr(assign.value)
-        if value is None:
-            return None
-        wanted = node.comparators[0].value
-        equal = self._equals(value, wanted, facts.rel, assign.scope, assign.line)
-        if equal is None:
-            return None
-        return equal if isinstance(node.ops[0], ast.Eq) else neg(equal)
-
-    def _equals(self, value: ast.expr, wanted: object, rel: str, scope: str,
-                line: int, depth: int = 0) -> Predicate | None:
-        """When ``value`` (constants picked by conditional expressions) equals ``wanted``."""
-        if isinstance(value, ast.Constant):
-            return Const(value.value == wanted)
-        if isinstance(value, ast.IfExp) and depth < 4:
-            test = self.ctx.vocab.predicate(unparse(value.test), rel, scope, line).predicate
-            body = self._equals(value.body, wanted, rel, scope, line, depth + 1)
-            orelse = self._equals(value.orelse, wanted, rel, scope, line, depth + 1)
-            if body is None or orelse is None:
-                return None
-            return disj(conj(test, body), conj(neg(test), orelse))
-        return None
 
     def _threshold_methods(self) -> dict[str, tuple[str, int, Predicate, str]]:
         """Methods compared with the device capability in a raising check:
