@@ -641,6 +641,9 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     trues: list[list[Evidence]] = []
     helper_trues: list[list[Evidence]] = []
     doubts: list[list[Evidence]] = []
+    #: excluding calls made only for some value of another option (which
+    #: that option's flag avoids): caveats, never "whatever runs fails"
+    avoidable: list[list[Evidence]] = []
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
         if reach is Tri.FALSE or values is None and not _specific(call.condition, ctx, every):
@@ -654,7 +657,12 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
             continue  # no fact anywhere below it (a layout helper): arch-neutral, not a doubt
         full = [*_hops_evidence(index, call.hops), *chain]
         if support is Tri.FALSE:
-            (required_false if reach is Tri.TRUE else falses).append(full)
+            if reach is Tri.TRUE:
+                required_false.append(full)
+            elif _chosen_elsewhere(call.condition, ctx):
+                avoidable.append(full)
+            else:
+                falses.append(full)
         elif support is Tri.UNKNOWN:
             doubts.append(_noted(full, "the kernel facts do not decide this arch"))
         elif _call_key(call) in helpers:
@@ -678,7 +686,15 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
         return [], [e for chain in [*helper_trues, *trues] for e in chain], []
     mixed = [e for chain in falses for e in _noted(
         chain, "other kernel calls of the choice are not excluded: decides nothing")]
+    mixed += [e for chain in avoidable for e in _noted(
+        chain, "made only for some value of another option: decides nothing")]
     return [], [], [*mixed, *(e for chain in [*doubts, *helper_trues] for e in chain)]
+
+
+def _chosen_elsewhere(cond: Predicate, ctx: Context) -> bool:
+    """Does reaching the call depend on an option ``ctx`` leaves open
+    (``--nsa-decode-backend trtllm``)?"""
+    return any(isinstance(a, OptionIs) and a.evaluate(ctx) is Tri.UNKNOWN for a in atoms(cond))
 
 
 def _noted(chain: list[Evidence], note: str) -> list[Evidence]:

@@ -8,7 +8,9 @@ Each pair is scanned once per distinct ``--quantization`` value in its file,
 on sm80 sm90 sm100 sm120, kernels on. A row is marked ``UNSAFE->SAFE`` when
 the source says the choice does not run and guardscan calls it safe, and
 ``SAFE->UNSAFE`` when the source shows it running and guardscan rejects it.
-``--strict`` exits 1 when any row is so marked.
+A case marked ``open`` in its file is one guardscan cannot decide yet, with
+the reason; its row says ``open``. ``--strict`` exits 1 when any other row is
+so marked.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import truthcases
 
 
 def _mark(answer: truthcases.Answer) -> str:
+    if answer.case.open and not answer.agrees:
+        return "open (" + ("UNSAFE->SAFE" if answer.called_safe_wrongly else "no") + ")"
     if answer.called_safe_wrongly:
         return "UNSAFE->SAFE"
     if answer.called_unsafe_wrongly:
@@ -66,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         agree = sum(a.agrees for a in answers)
         unsafe_as_safe = sum(a.called_safe_wrongly for a in answers)
         safe_as_unsafe = sum(a.called_unsafe_wrongly for a in answers)
-        violations += unsafe_as_safe + safe_as_unsafe
+        still_open = sum(a.called_safe_wrongly for a in answers if a.case.open)
+        violations += unsafe_as_safe - still_open + safe_as_unsafe
         totals.append(f"{title}: agreement {agree}/{len(answers)} = {agree / len(answers):.1%}, "
-                      f"unsafe called safe {unsafe_as_safe}, supported called unsafe {safe_as_unsafe}")
+                      f"unsafe called safe {unsafe_as_safe} ({still_open} of them open), "
+                      f"supported called unsafe {safe_as_unsafe}")
         print()
     print("\n".join(totals))
     return 1 if args.strict and violations else 0

@@ -45,7 +45,7 @@ def test_truth_file_is_well_formed(path: Path) -> None:
     seen = set()
     for n, case in enumerate(cases):
         where = f"{path.name} case {n} ({case.get('option')} {case.get('choice')} {case.get('arch')})"
-        if set(case) != _CASE_KEYS:
+        if not _CASE_KEYS <= set(case) <= _CASE_KEYS | {"open"}:
             problems.append(f"{where}: keys {sorted(case)}")
             continue
         key = (case["option"], case["choice"], case["arch"], case["quantization"])
@@ -130,7 +130,7 @@ def _show(answer: Answer) -> str:
 
 @pytest.mark.real
 def test_no_unsafe_case_is_called_safe(pair_answers: list[Answer]) -> None:
-    wrong = [a for a in pair_answers if a.called_safe_wrongly]
+    wrong = [a for a in pair_answers if a.called_safe_wrongly and not a.case.open]
     pair = pair_answers[0].case
     if wrong:
         pytest.fail(f"sglang {pair.sglang} + flashinfer {pair.flashinfer}: {len(wrong)} case(s) "
@@ -171,3 +171,12 @@ def test_agreement_is_reported(pair_answers: list[Answer],
     out = tmp_path_factory.mktemp("truth") / f"agreement-{pair.sglang}.txt"
     out.write_text(report + "\n")
     assert out.read_text().startswith(lines[0])
+
+
+@pytest.mark.real
+def test_open_cases_are_still_missed(pair_answers: list[Answer]) -> None:
+    """A case marked ``open`` (guardscan cannot decide it yet, and says why) is
+    expected to be missed; once guardscan gets it right, the mark must go."""
+    solved = [a for a in pair_answers if a.case.open and a.agrees]
+    assert not solved, "open cases guardscan now decides (remove their \"open\"):\n" + \
+        "\n".join(map(_show, solved))

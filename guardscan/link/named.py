@@ -13,14 +13,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from guardscan.guards import ExtV
+from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens
 from guardscan.predicate import (
+    Const,
     Device,
     OptionIs,
+    Predicate,
+    Unknown,
     atoms,
     conj,
+    disj,
     mentions_capability,
     mentions_device,
     neg,
@@ -104,11 +109,27 @@ class NamedModules:
                 continue
             callee = ctx.vocab.value(call.func, rel, call.scope, call.line)
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
-                cond = conj(region, ctx.conditions.path(facts, call.path, call.scope))
+                cond = conj(region, ctx.conditions.path(facts, call.path, call.scope),
+                            self._called_when(facts, call.scope))
                 ctx.links.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
                     literal_backend(ctx.vocab, facts, call), choice, True))
+
+    def _called_when(self, facts: FactsView, scope: str) -> Predicate:
+        """When a private function of the module (``_forward_trtllm``) runs: the
+        paths of its calls in the module (``if self.decode_impl == "trtllm":
+        return self._forward_trtllm(...)``), one level up. Public functions and
+        methods are the module's entry points, run for the choice."""
+        name = scope.rsplit(".", 1)[-1]
+        if not scope or not name.startswith("_") or name.startswith("__"):
+            return Const(True)
+        sites = [c for c in facts.calls if c.scope != scope and (
+            c.func == name or c.func.endswith("." + name))]
+        if not sites:
+            return Unknown(f"{name}() is called")
+        conditions = self.ctx.conditions
+        return disj(*(conditions.path(facts, c.path, c.scope) for c in sites))
 
     def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
         """Names bound only under a device guard, used in the choice's module."""
