@@ -85,7 +85,9 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     candidates = index.grep(tokens) if tokens else []
     candidates = _with_indirect(index, candidates, tokens)
     registering = index.grep_re(rb"@[\w.]*register\w*\(\s*[\"']")
-    tables = index.grep(choice_keys(ctx))
+    # tables keyed by choices, in files that name an option (the lookup by the
+    # option's value is there: ``QKV_BACKEND_IMPL[get_mm().mm_attention_backend]``)
+    tables = index.grep(choice_keys(ctx), within=candidates)
     if units.cold:
         index.prefetch(candidates)  # cold: parse on every core
     elif index.after_prefetch is not None:
@@ -126,7 +128,9 @@ def _with_indirect(index: Index, candidates: list[str], tokens: list[str]) -> li
     names: set[str] = set()
     for rel in candidates:
         for name, words in index.text_answer(rel, returned_words):
-            if wanted.intersection(words) and len(name) >= 8 and not name.startswith("__"):
+            # a distinctive name: a short or private one (``_backend``,
+            # ``signature``) would make half the tree a candidate
+            if wanted.intersection(words) and len(name) >= 12 and not name.startswith("_"):
                 names.add(name)
     if not names:
         return candidates
@@ -141,9 +145,11 @@ _WORD = re.compile(rb"[A-Za-z_]\w*")
 
 
 def returned_words(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(function, the words of its ``return`` statements) for each function of
-    a file's text that returns something, read from the text alone (a text
-    query the result cache asks again of changed bytes)."""
+    """(function, the words of its ``return`` statements) for each module-level
+    function of a file's text that returns something (methods are called
+    through an object, not by a name another file can be searched for), read
+    from the text alone (a text query the result cache asks again of changed
+    bytes)."""
     defs = [(m.start(), len(m.group(1)), m.group(2).decode()) for m in _DEF.finditer(data)]
     if not defs:
         return ()
@@ -154,7 +160,7 @@ def returned_words(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
         position = bisect.bisect_right(starts, match.start()) - 1
         while position >= 0 and defs[position][1] >= indent:
             position -= 1
-        if position < 0:
+        if position < 0 or defs[position][1] != 0:
             continue
         words = out.setdefault(defs[position][2], set())
         # (short words are never an option's name, enum or method: kept out of
