@@ -578,7 +578,8 @@ def test_072_trtllm_moe_cubins_bound_the_jit_spec(fi072: KernelLibrary) -> None:
     assert last.text == "RUBIN_CUBIN_ARCHS if enable_rubin else BLACKWELL_CUBIN_ARCHS,"
     assert "Sm100a/Sm100f/Sm103a (BLACKWELL_CUBIN_ARCHS, flashinfer/jit/trtllm_gen_metainfo.py:48)" \
         in last.note
-    assert "disagrees with" in last.note and "supported_major_versions=[10, 12]" in last.note
+    # (the JIT spec admits sm120, but its generator fetches the kernels at
+    # run time: it decides nothing there, and the cubin list decides)
     value, chain = fi072.support("flashinfer.trtllm_fp4_block_scale_moe", SM100)
     assert value is Tri.TRUE and chain[-1].line == 381
     assert fi072.support("flashinfer.trtllm_fp4_block_scale_moe", Arch(9, 0))[0] is Tri.FALSE

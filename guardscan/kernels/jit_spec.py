@@ -16,7 +16,11 @@ Why it matters
 Known limits
     A JIT spec says what *compiles*, not which kernels exist (cubin lists and
     C++ launcher checks have the last word); the note says so, and a more
-    specific fact on the path wins. A call under a condition gives a fact that
+    specific fact on the path wins. When the generator fetches precompiled
+    kernels at run time (``get_artifact(...)``, FlashInfer's artifact loader,
+    read by its name), their architectures are not in the source: the spec
+    can still exclude an arch, but admitting one decides nothing (errs toward
+    ``unknown``). A call under a condition gives a fact that
     holds only when the condition does (``not cond or majors``), so unknown
     conditions make it UNKNOWN. Architecture lists filtered from
     ``CompilationContext.TARGET_CUDA_ARCHS`` by hand are not read.
@@ -38,7 +42,15 @@ from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.predicate import Device, Predicate, conj, disj
 from guardscan.syntax import as_ints, literal, parse_expr
 
-__all__ = ["KEYWORD", "TOKENS", "gencode_predicate", "recognise_jit_specs"]
+__all__ = ["ARTIFACT_LOADER", "FETCHED", "KEYWORD", "TOKENS", "gencode_predicate",
+           "recognise_jit_specs"]
+
+#: FlashInfer's loader of precompiled kernels downloaded at run time
+#: (``flashinfer.artifacts.get_artifact``): a spec whose generator calls it
+#: builds a module around cubins the wheel does not hold
+ARTIFACT_LOADER = "get_artifact"
+#: the note a JIT spec fact carries when its generator fetches them
+FETCHED = "kernels fetched at run time"
 
 KEYWORD = "supported_major_versions"
 TOKENS = (KEYWORD, "_nvcc_flags", "-gencode", "compute_")
@@ -86,6 +98,8 @@ def recognise_jit_specs(resolver: Resolver, table: ModuleSymbols, fn: FunctionFa
     function_id = f"{table.module}.{fn.qualname}"
     facts: list[KernelFact] = []
     texts: list[tuple[str, int]] = []
+    fetched = any(call.func.rsplit(".", 1)[-1] == ARTIFACT_LOADER
+                  for call in table.calls.get(fn.qualname, []))
     for call in table.calls.get(fn.qualname, []):
         texts.extend((a, call.line) for a in call.args)
         texts.extend((v, call.line) for _, v in call.kwargs)
@@ -102,7 +116,8 @@ def recognise_jit_specs(resolver: Resolver, table: ModuleSymbols, fn: FunctionFa
                 text=resolver.line_text(table.rel, line),
                 predicate=_conditional(Device("major", "in", majors), call.path, table,
                                        fn.qualname, path_predicate),
-                note=f"{call.func}({KEYWORD}={list(majors)})",
+                note=f"{call.func}({KEYWORD}={list(majors)})" + (
+                    f"; {FETCHED}" if fetched else ""),
             ))
     texts.extend((a.value, a.line) for a in table.scope_assigns.get(fn.qualname, []))
     texts.extend((r.value, r.line) for r in table.returns.get(fn.qualname, []))

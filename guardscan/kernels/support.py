@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from guardscan.arch import Arch
 from guardscan.kernels.callgraph import Edge
 from guardscan.kernels.conditions import BACKEND_OPTION
+from guardscan.kernels.jit_spec import FETCHED
 from guardscan.kernels.model import SPECIFICITY, STRENGTH, KernelFact
 from guardscan.predicate import Context, Predicate, Tri, atoms
 from guardscan.results import Evidence, Role
@@ -174,6 +175,10 @@ class SupportSolver:
                     doubts.append(_Candidate(rank, (_fact_evidence(
                         fact, value, f"rejects listed archs only (it lets {FAR_FUTURE.name} "
                         f"through too): says nothing about {arch.name}"),), fact.kind))
+                elif fact.kind == "jit-spec" and FETCHED in fact.note:
+                    doubts.append(_Candidate(rank, (_fact_evidence(
+                        fact, value, f"the kernels are fetched at run time, their archs "
+                        f"are not in the source: says nothing about {arch.name}"),), fact.kind))
                 else:
                     trues.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
         for edge in sorted(self.edges_of(function, backend), key=lambda e: (e.line, e.callee)):
