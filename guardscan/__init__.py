@@ -1,8 +1,76 @@
 """guardscan: which SGLang backend choices run on which NVIDIA GPU architecture,
-answered from source text alone (nothing scanned is ever imported or run)."""
+answered from source text alone (nothing scanned is ever imported or run).
+
+    import guardscan
+    result = guardscan.scan("sglang==0.5.9", archs=["sm120"])
+    for b in result.backends:
+        print(b.option, b.choice, b.arch, b.verdict)
+
+The names below are the public API (docs/api.md); they are imported on first
+use, so ``import guardscan`` stays cheap for a pre-commit hook.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+#: public name -> module that defines it
+_EXPORTS = {
+    "scan": "guardscan.scan",
+    "ScanResult": "guardscan.results",
+    "BackendVerdict": "guardscan.results",
+    "Evidence": "guardscan.results",
+    "Diagnostic": "guardscan.results",
+    "OptionInfo": "guardscan.results",
+    "Verdict": "guardscan.results",
+    "ExitCode": "guardscan.results",
+    "Arch": "guardscan.arch",
+    "ArchError": "guardscan.arch",
+    "parse_arch": "guardscan.arch",
+    "parse_arch_list": "guardscan.arch",
+    "AcquireError": "guardscan.acquire",
+}
+
+__all__ = [
+    "AcquireError",
+    "Arch",
+    "ArchError",
+    "BackendVerdict",
+    "Diagnostic",
+    "Evidence",
+    "ExitCode",
+    "OptionInfo",
+    "ScanResult",
+    "Verdict",
+    "__version__",
+    "parse_arch",
+    "parse_arch_list",
+    "scan",
+]
+
+if TYPE_CHECKING:
+    from guardscan.acquire import AcquireError
+    from guardscan.arch import Arch, ArchError, parse_arch, parse_arch_list
+    from guardscan.results import (
+        BackendVerdict,
+        Diagnostic,
+        Evidence,
+        ExitCode,
+        OptionInfo,
+        ScanResult,
+        Verdict,
+    )
+    from guardscan.scan import scan
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'guardscan' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

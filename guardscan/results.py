@@ -58,6 +58,9 @@ class Verdict(str, enum.Enum):
     def safe_to_try(self) -> bool:
         return self in (Verdict.SUPPORTED, Verdict.UNKNOWN)
 
+    def __str__(self) -> str:
+        return self.value
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Evidence:

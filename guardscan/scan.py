@@ -22,7 +22,7 @@ from guardscan.acquire import (
     acquire_kernels,
     default_cache_dir,
 )
-from guardscan.arch import Arch, standard_archs
+from guardscan.arch import Arch, parse_arch_list, standard_archs
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
@@ -40,7 +40,7 @@ from guardscan.results import (
 )
 from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
 
-__all__ = ["Analysis", "ScanOptions", "analyse", "scan"]
+__all__ = ["Analysis", "ScanOptions", "analyse", "as_archs", "scan"]
 
 
 @dataclass
@@ -281,9 +281,32 @@ def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOpti
 
 
 def scan(target: str | None = None, **kwargs: object) -> ScanResult:
-    """Library entry point: ``scan("sglang==0.5.9", archs=[parse_arch("sm120")])``."""
+    """Library entry point: ``scan("sglang==0.5.9", archs=["sm120", "H100"])``.
+
+    ``archs`` takes ``Arch`` objects or any string ``--arch`` takes (``"RTX PRO
+    6000"``, ``"12.0"``, ``"all"``); the other keywords are ``ScanOptions``
+    fields. Raises ``ArchError`` for an arch it does not know and
+    ``AcquireError`` for an unusable target.
+    """
+    archs = kwargs.get("archs")
+    if archs is not None:
+        kwargs["archs"] = as_archs(archs)
     opts = ScanOptions(target=target, **kwargs)  # type: ignore[arg-type]
     return analyse(opts).result
+
+
+def as_archs(archs: object) -> list[Arch]:
+    """``Arch`` objects from ``Arch`` objects, arch strings, or a mix (one
+    string or ``Arch`` alone is taken as a list of one)."""
+    if isinstance(archs, (str, Arch)):
+        archs = [archs]
+    out: list[Arch] = []
+    for item in archs:  # type: ignore[attr-defined]
+        if isinstance(item, Arch):
+            out.append(item)
+        else:
+            out.extend(parse_arch_list([str(item)]))
+    return out
 
 
 def _stderr_progress(message: str) -> None:

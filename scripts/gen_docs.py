@@ -254,11 +254,13 @@ def _columns(width: int) -> Iterator[None]:
 
 
 def help_text(name: str) -> str:
-    """``guardscan --help`` (name ``guardscan``) or ``guardscan explain --help``."""
-    from guardscan import cli
+    """``guardscan --help`` (name ``guardscan``) or ``guardscan SUBCOMMAND --help``
+    (name ``guardscan SUBCOMMAND``)."""
+    from guardscan import cli, commands
 
     with _columns(HELP_COLUMNS):
-        parser = cli.build_parser() if name == "guardscan" else cli.build_explain_parser()
+        sub = name.removeprefix("guardscan").strip()
+        parser = cli.build_parser() if not sub else commands.load(sub).build_parser()
         buffer = io.StringIO()
         parser.print_help(buffer)
     return buffer.getvalue().rstrip() + "\n"
@@ -273,7 +275,10 @@ def fill_help_blocks(page: str) -> str:
     def block(match: re.Match[str]) -> str:
         name = match.group("name").strip()
         command = name.removesuffix(" --help").strip()
-        if command not in ("guardscan", "guardscan explain"):
+        from guardscan.commands import SUBCOMMANDS
+
+        sub = command.removeprefix("guardscan").strip()
+        if not command.startswith("guardscan") or (sub and sub not in SUBCOMMANDS):
             return match.group(0)
         return f"{match.group(1)}```text\n{help_text(command)}```\n{match.group(4)}"
 
@@ -283,9 +288,11 @@ def fill_help_blocks(page: str) -> str:
 def pages() -> dict[Path, str]:
     """Every generated page: path -> expected content."""
     out = {DOCS / "guard-forms.md": guard_forms_page(), DOCS / "verdicts.md": verdicts_page()}
-    cli_page = DOCS / "cli.md"
-    if cli_page.exists():
-        out[cli_page] = fill_help_blocks(cli_page.read_text(encoding="utf-8"))
+    for page in sorted(DOCS.glob("*.md")):
+        if page not in out:
+            text = page.read_text(encoding="utf-8")
+            if "<!-- begin: guardscan" in text:
+                out[page] = fill_help_blocks(text)
     return out
 
 

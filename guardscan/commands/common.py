@@ -1,0 +1,161 @@
+"""commands (common): what every subcommand shares, the target/arch/cache
+arguments, the scan run from parsed arguments, progress, ``--fail-on``.
+
+``UsageError`` is bad usage or input: ``cli.main`` prints it as one line and
+exits 2 (``ExitCode.USAGE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from guardscan.arch import ArchError, local_archs, parse_arch_list, standard_archs
+from guardscan.results import BackendVerdict, ExitCode
+
+__all__ = ["TARGET_HELP", "UsageError", "add_common", "analyse_args", "clear_progress",
+           "colour", "fail_on", "is_terminal", "progress", "scan_options"]
+
+TARGET_HELP = (
+    "what to scan: an SGLang checkout (repo root or the sglang package dir), a wheel "
+    "file, or a requirement spec such as sglang==0.5.9 (downloaded once with pip "
+    "--no-deps --only-binary=:all:, never built or imported). Default: the installed "
+    "sglang, found without importing it.")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?", default=None, help=TARGET_HELP)
+    parser.add_argument(
+        "--arch", action="append", metavar="ARCH",
+        help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
+             "'RTX PRO 6000', GB10), or 'all'; repeatable and comma-separated "
+             "(default: the local GPU when nvidia-smi shows one, else all = sm80 sm86 sm89 "
+             "sm90 sm100 sm103 sm110 sm120 sm121)")
+    parser.add_argument(
+        "--quantization", metavar="METHOD",
+        help="judge choices as they run under this --quantization method of the scanned "
+             "SGLang (its gates count, other methods' do not)")
+    parser.add_argument("--no-kernels", action="store_true",
+                        help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
+    parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
+                        help="kernel library to pair with (default: the version the target "
+                             "pins, else the installed flashinfer)")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="cache for downloads and parsed facts (default: "
+                             "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
+                             "~/.cache/guardscan)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the cache of facts, results and "
+                             "kernel answers (downloads are still cached)")
+    parser.add_argument("--offline", action="store_true",
+                        help="never call pip; use cached wheels only")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
+                        choices=["blocked", "unsupported", "unknown", "supported"],
+                        help="exit 1 when any judged choice has this verdict (for pre-flight "
+                             "checks and hooks); repeatable")
+
+
+class UsageError(Exception):
+    pass
+
+
+def is_terminal(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` is a terminal; False for None (pythonw), a closed
+    stream, or a stand-in without ``isatty``."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def progress(quiet: bool, stream: IO[str] | None):  # type: ignore[no-untyped-def]
+    """Progress on a terminal only, rewritten in place; silent in pipes and files,
+    so stderr carries nothing but errors for scripts and CI logs."""
+    if quiet or stream is None or not is_terminal(stream):
+        return None
+
+    def say(message: str) -> None:
+        try:
+            stream.write(f"\rguardscan: {message}...\033[K")
+            stream.flush()
+        except (OSError, ValueError):  # a closed terminal must not fail the scan
+            pass
+
+    return say
+
+
+def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from guardscan.scan import ScanOptions
+
+    args.arch_source = None
+    if args.arch:
+        try:
+            archs = parse_arch_list(args.arch)
+        except ArchError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        archs, how = local_archs()
+        if archs:
+            args.arch_source = how
+        else:
+            archs = standard_archs()
+            args.arch_source = f"no --arch, {how}: every standard arch"
+    return ScanOptions(
+        target=args.target,
+        archs=archs,
+        quantization=args.quantization,
+        options=getattr(args, "option_list", None),
+        kernels=not args.no_kernels,
+        flashinfer=args.flashinfer,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        offline=args.offline,
+        progress=progress(args.quiet, sys.stderr),
+    )
+
+
+def analyse_args(args: argparse.Namespace, *, full: bool = False):  # type: ignore[no-untyped-def]
+    """The scan, with its progress line cleared however it ends, refusing a
+    target with nothing to judge (not SGLang, or its options unreadable)."""
+    from guardscan.scan import analyse
+
+    opts = scan_options(args)
+    opts.full = full
+    try:
+        analysis = analyse(opts)
+    finally:
+        clear_progress(opts.progress)
+    result = analysis.result
+    if not result.options:
+        failed = [d for d in result.diagnostics if d.code.startswith("file-")]
+        why = (f"; {len(failed)} file(s) could not be read, first {failed[0].path}: "
+               f"{failed[0].message}" if failed else "")
+        what = " ".join(part for part in (result.target.package, result.target.version) if part)
+        raise UsageError(f"no backend options (--*-backend) found in {what} at "
+                         f"{result.target.path}: not an SGLang source tree?{why}")
+    return analysis
+
+
+def colour(stream: IO[str]) -> bool:
+    """Colour for a terminal only, and never when NO_COLOR is set (no-color.org)."""
+    return is_terminal(stream) and not os.environ.get("NO_COLOR")
+
+
+def fail_on(wanted: list[str] | None, verdicts: Iterable[BackendVerdict]) -> int:
+    if wanted and any(b.verdict.value in set(wanted) for b in verdicts):
+        return ExitCode.FOUND
+    return ExitCode.OK
+
+
+def clear_progress(progress: object) -> None:
+    if progress is not None:
+        try:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
