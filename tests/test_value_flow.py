@@ -136,3 +136,18 @@ def test_table_keyed_by_choices_is_code_run_for_each() -> None:
         (e.path, e.line, e.role) for e in chain], describe_chain(chain)
     assert deciding(result, "--attention-backend", "fa3", "sm120") == (
         *at("flow_dict_registry", rel, 'raise RuntimeError("fa3'), "gate")
+
+
+def test_function_returned_for_a_choice_is_followed_as_called() -> None:
+    """``if backend.is_z(): return _z_linear``: the caller runs what it gets
+    back, so the gate in ``_z_linear`` is z's, through the dispatcher."""
+    result = scan("flow_returned_function", "--fp8-gemm-backend")
+    rel = "sglang/srt/layers/quantization/fp8_utils.py"
+    assert row(result, "--fp8-gemm-backend", "z") == "BSB"
+    assert deciding(result, "--fp8-gemm-backend", "z", "sm120") == (
+        *at("flow_returned_function", rel, "raise RuntimeError"), "gate")
+    chain = verdict_of(result, "z", "sm120", "--fp8-gemm-backend").evidence
+    assert (rel, line_of(fixture("flow_returned_function") / rel, "return _z_linear")) in [
+        (e.path, e.line) for e in chain], describe_chain(chain)
+    # the other choices get other functions back: no gate of theirs
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"

@@ -176,12 +176,18 @@ class Gates:
                 target=(dest, value)))
 
     def follow_region_calls(self, rel: str) -> None:
-        """Calls whose path holds an option test: follow them into their callees."""
+        """Calls whose path holds an option test: follow them into their callees.
+
+        A function returned there (``if backend.is_flashinfer_trtllm(): return
+        fp8_linear_trtllm``, a dispatcher handing back the implementation its
+        caller runs) is followed as if called there: the caller calls what it
+        gets back, and only that choice gets it back."""
         ctx = self.ctx
         facts = ctx.index.view(rel)
         if facts is None:
             return
-        for call in facts.calls:
+        returned = [r for r in self._returned_functions(facts) if r.path]
+        for call in (*facts.calls, *returned):
             if not call.path:
                 continue
             cond = ctx.conditions.path(facts, call.path, call.scope)
@@ -194,7 +200,30 @@ class Gates:
                         continue
                     done.add(atom.option)
                     link = Hop(rel, facts.cond(signed).line, HopRole.LINK, atom.describe())
-                    self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH)
+                    self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
+                                     not call.args and not call.kwargs and call in returned
+                                     and self._for_choice(cond, atom.option))
+
+    @staticmethod
+    def _for_choice(path: Predicate, dest: str) -> bool:
+        """Whether ``path`` holds only for some choices of ``dest``: a function
+        returned there is the implementation of those choices (code that exists
+        for them, like a function registered for a choice)."""
+        return any(isinstance(a, OptionIs) and a.option == dest for a in atoms(path)) \
+            and path.evaluate(Context()) is not Tri.TRUE
+
+    def _returned_functions(self, facts: FactsView) -> list[CallFact]:
+        """``return NAME`` under an option test, where NAME is a function of the
+        tree or of the kernel library, as a call of NAME at that line."""
+        out: list[CallFact] = []
+        for ret in facts.returns:
+            if not ret.value.replace(".", "").replace("_", "").isalnum():
+                continue
+            value = self.ctx.vocab.value(ret.value, facts.rel, ret.scope, ret.line)
+            if isinstance(value, FuncV) or (isinstance(value, ExtV) and value.path.split(".")[0]
+                                            in self.ctx.kernel_packages):
+                out.append(CallFact(ret.scope, ret.value, (), (), ret.line, ret.path))
+        return out
 
     def follow_calls(self, facts: FactsView, scope: str, dest: str, region: Predicate,
                      hops: tuple[Hop, ...], depth: int, include_nested: bool,
@@ -204,9 +233,15 @@ class Gates:
         conditions = self.ctx.conditions
         calls = facts.in_tree("calls", scope) if include_nested \
             else conditions.by_scope(facts, "calls", scope)
+        returned = [r for r in self._returned_functions(facts)
+                    if r.scope == scope or (include_nested and r.scope.startswith(f"{scope}."))]
         for call in calls:
             cond = conj(region, conditions.path(facts, call.path, call.scope))
             self._follow_one(facts, call, dest, cond, hops, depth, owned)
+        for call in returned:
+            path = conditions.path(facts, call.path, call.scope)
+            self._follow_one(facts, call, dest, conj(region, path), hops, depth,
+                             owned or self._for_choice(path, dest))
         # function-local imports of modules: their module-level gates apply
         for imp in conditions.by_scope(facts, "imports", scope):
             module = f"{imp.module}.{imp.name}" if imp.name else imp.module
