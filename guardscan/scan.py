@@ -190,13 +190,19 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                     kernel_note: str, memo: ScanMemo | None, index: Index,
                     catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
-    model = option_model(catalog.options, catalog.enums, catalog.quantization)
+    modes = getattr(catalog, "modes", [])
+    model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
     vocab = Vocabulary(index, model)
     _say(opts, "linking choices to code")
-    enum_names = [e.qualname.rsplit(".", 1)[-1] for e in catalog.enums if e.option_dests]
-    enum_methods = [m for e in catalog.enums if e.option_dests for m, _ in e.predicates]
+    # the files to read are those naming a backend option or its enums; a
+    # mode option is decided where those files test it
+    dests = {o.dest for o in catalog.options}
+    backend_enums = [e for e in catalog.enums if dests.intersection(e.option_dests)]
+    enum_names = [e.qualname.rsplit(".", 1)[-1] for e in backend_enums]
+    enum_methods = [m for e in backend_enums for m, _ in e.predicates]
     links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
-                          enum_methods, units=memo.link_units() if memo is not None else None)
+                          enum_methods, units=memo.link_units() if memo is not None else None,
+                          modes=modes)
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
     # text, 1,727 files' facts, the interpreter's memos). Later readers reload.

@@ -292,7 +292,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     # sets only this flag), and its twins that fall back to it are not given
     unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
     unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
-    shared = _Shared(option.dest, unset)
+    shared = _Shared(option.dest, unset, links.modes)
     out: list[BackendVerdict] = []
     for choice in option.choices:
         old = memo.reuse(option.dest, choice) if memo is not None else None
@@ -373,9 +373,12 @@ class _Shared:
     """What conditions come to for an option's choices, shared between
     choices that the conditions' tests of the option cannot tell apart."""
 
-    def __init__(self, dest: str, unset: dict[str, str] | None = None) -> None:
+    def __init__(self, dest: str, unset: dict[str, str] | None = None,
+                 modes: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> None:
         self.dest = dest
         self.unset = unset or {}
+        self.modes = modes or {}
+        self.mode_atoms: dict[int, tuple[OptionIs, ...]] = {}
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
@@ -421,6 +424,32 @@ class _Values:
         if value is None:
             value = self.shared.values[key] = pred.evaluate(self.context(arch))
         return value
+
+    def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
+        """What another value of a mode option that ``cond`` tests would do to
+        a gate that is ``now`` TRUE (raises) or FALSE at the modes' defaults:
+        ``not blocked with --deepep-mode normal``, ``blocked with ...``."""
+        if not self.shared.modes:
+            return []
+        tested = self.shared.mode_atoms.get(id(cond))
+        if tested is None:
+            tested = self.shared.mode_atoms[id(cond)] = tuple(
+                a for a in atoms(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes)
+        out: set[str] = set()
+        ctx = self.context(arch)
+        for atom in tested:
+            flag, choices = self.shared.modes[atom.option]
+            for value in choices:
+                if value == ctx.options.get(atom.option):
+                    continue
+                other = cond.evaluate(Context(arch=arch, options={**ctx.options,
+                                                                  atom.option: value},
+                                              quantization=ctx.quantization))
+                if now is Tri.TRUE and other is not Tri.TRUE:
+                    out.add(f"not blocked with {flag} {value}")
+                elif now is Tri.FALSE and other is Tri.TRUE:
+                    out.add(f"blocked with {flag} {value}")
+        return sorted(out)
 
     def mentions(self, pred: Predicate) -> bool:
         """``mentions_capability``, once per condition."""
@@ -720,6 +749,8 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
     for ``arch``)."""
     cond = finding.condition
     value = values(cond, arch)
+    if value is not Tri.UNKNOWN:
+        conditions.extend(values.mode_conditions(cond, arch, value))
     if value is Tri.TRUE:
         blocking.extend(_finding_evidence(
             index, finding, Role.GATE, f"raises on {arch.name}: {cond.describe()}"))

@@ -151,3 +151,26 @@ def test_function_returned_for_a_choice_is_followed_as_called() -> None:
         (e.path, e.line) for e in chain], describe_chain(chain)
     # the other choices get other functions back: no gate of theirs
     assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"
+
+
+def test_mode_option_holds_its_default_and_says_what_another_value_does() -> None:
+    """``--gemm-mode`` is no backend option (not judged, not reported), but
+    a gate tests it: at its default ``auto`` the gate raises for z off SM100,
+    and the verdict says that ``--gemm-mode precise`` would not."""
+    result = scan("flow_mode_option", "--fp8-gemm-backend")
+    rel = "sglang/srt/layers/quantization/fp8_utils.py"
+    assert "--gemm-mode" not in {o.flag for o in result.options}
+    assert row(result, "--fp8-gemm-backend", "z") == "BSB"
+    assert deciding(result, "--fp8-gemm-backend", "z", "sm120") == (
+        *at("flow_mode_option", rel, "raise RuntimeError"), "gate")
+    assert verdict_of(result, "z", "sm120", "--fp8-gemm-backend").conditions == (
+        "not blocked with --gemm-mode precise",)
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"
+
+
+def test_mode_option_is_read_from_its_definition() -> None:
+    index = Index(acquire(str(fixture("flow_mode_option"))), None)
+    catalog = build_catalog(index)
+    assert [(m.flag, m.choices, m.default) for m in catalog.modes] == [
+        ("--gemm-mode", ("precise", "fast", "auto"), "'auto'")]
+    assert "--gemm-mode" not in {o.flag for o in catalog.options}

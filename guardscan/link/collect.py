@@ -74,7 +74,8 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                   quantization: OptionInfo | None, enum_names: Iterable[str] = (),
                   enum_methods: Iterable[str] = (),
                   kernel_packages: Iterable[str] = ("flashinfer",),
-                  units: Units | None = None) -> Links:
+                  units: Units | None = None,
+                  modes: Sequence[OptionInfo] = ()) -> Links:
     """Every finding for every option, from the files that can hold one, unit
     by unit through ``units`` (the plain runner when None; the driver may pass
     one that records and replays units, see ``guardscan.link.units``)."""
@@ -112,7 +113,9 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))
     ctx.links.findings.extend(help_claims(options))
     ctx.links.unset = unset_twins(options)
-    ctx.links.defaults = default_choices(options)
+    # while judging, the other options and the mode options hold their defaults
+    ctx.links.defaults = default_choices([*options, *modes])
+    ctx.links.modes = {m.dest: (m.flag, m.choices) for m in modes}
     units.finish()
     return ctx.links
 

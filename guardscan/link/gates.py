@@ -178,10 +178,11 @@ class Gates:
     def follow_region_calls(self, rel: str) -> None:
         """Calls whose path holds an option test: follow them into their callees.
 
-        A function returned there (``if backend.is_flashinfer_trtllm(): return
-        fp8_linear_trtllm``, a dispatcher handing back the implementation its
-        caller runs) is followed as if called there: the caller calls what it
-        gets back, and only that choice gets it back."""
+        A function or class returned there (``if backend.is_flashinfer_trtllm():
+        return fp8_linear_trtllm``, ``if a2a.is_deepep(): return DeepEPMoE``, a
+        dispatcher handing back the implementation its caller runs) is followed
+        as if called there: the caller calls what it gets back, and only that
+        choice gets it back."""
         ctx = self.ctx
         facts = ctx.index.view(rel)
         if facts is None:
@@ -213,15 +214,17 @@ class Gates:
             and path.evaluate(Context()) is not Tri.TRUE
 
     def _returned_functions(self, facts: FactsView) -> list[CallFact]:
-        """``return NAME`` under an option test, where NAME is a function of the
-        tree or of the kernel library, as a call of NAME at that line."""
+        """``return NAME`` under an option test, where NAME is a function or a
+        class of the tree (a class is instantiated: its ``__init__`` runs) or a
+        function of the kernel library, as a call of NAME at that line."""
         out: list[CallFact] = []
         for ret in facts.returns:
             if not ret.value.replace(".", "").replace("_", "").isalnum():
                 continue
             value = self.ctx.vocab.value(ret.value, facts.rel, ret.scope, ret.line)
-            if isinstance(value, FuncV) or (isinstance(value, ExtV) and value.path.split(".")[0]
-                                            in self.ctx.kernel_packages):
+            if isinstance(value, (FuncV, ClassV)) or (
+                    isinstance(value, ExtV)
+                    and value.path.split(".")[0] in self.ctx.kernel_packages):
                 out.append(CallFact(ret.scope, ret.value, (), (), ret.line, ret.path))
         return out
 

@@ -138,6 +138,10 @@ class Links:
     #: dest -> its default when that is one of its choices: what another
     #: option holds while one is judged (a launch that sets only the flag judged)
     defaults: dict[str, str] = field(default_factory=dict)
+    #: mode options (``--deepep-mode``): dest -> (flag, choices); they hold
+    #: their defaults while judging, and a verdict that another value of
+    #: theirs would change says so in its conditions
+    modes: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 for _cls in (Hop, Finding, KernelCall):

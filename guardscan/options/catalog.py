@@ -44,7 +44,8 @@ def build_catalog(index: Index, *, all_backends: bool = True) -> OptionCatalog:
 
     found = [definition for form in FORMS if form.find_definitions is not None
              for definition in form.find_definitions(context)]
-    found = _dedupe(found, diagnostics)
+    modes = _modes([d for d in found if d.mode], {d.flag for d in found if not d.mode})
+    found = _dedupe([d for d in found if not d.mode], diagnostics)
 
     # Choices: read once to learn which constants matter, find their
     # extensions in one pass over the tree, then read again with them.
@@ -94,8 +95,8 @@ def build_catalog(index: Index, *, all_backends: bool = True) -> OptionCatalog:
             aliases[alias] = definition.flag
 
     found_enums = [enum for form in FORMS if form.find_enums is not None
-                   for enum in form.find_enums(context, options)]
-    enums = link_enums(found_enums, options)
+                   for enum in form.find_enums(context, [*options, *modes])]
+    enums = link_enums(found_enums, [*options, *modes])
 
     if not all_backends:
         options = [_cuda_only(o) for o in options]
@@ -109,7 +110,20 @@ def build_catalog(index: Index, *, all_backends: bool = True) -> OptionCatalog:
         quantization=quantization,
         diagnostics=sorted(set(diagnostics)),
         aliases=aliases,
+        modes=modes,
     )
+
+
+def _modes(found: list[OptionDefinition], taken: set[str]) -> list[OptionInfo]:
+    """Mode options, one per flag (the first definition), none that shares a
+    flag with a backend option."""
+    out: dict[str, OptionInfo] = {}
+    for d in sorted(found, key=lambda d: (d.rel, d.line)):
+        if d.flag in taken or d.flag in out:
+            continue
+        out[d.flag] = OptionInfo(flag=d.flag, dest=d.dest, choices=d.literal_choices,
+                                 path=d.rel, line=d.line, help=d.help, default=d.default)
+    return list(out.values())
 
 
 def link_enums(enums: Sequence[EnumInfo], options: Sequence[OptionInfo]) -> list[EnumInfo]:

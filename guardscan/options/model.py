@@ -76,6 +76,9 @@ class OptionCatalog:
     quantization: OptionInfo | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # extra flag -> primary flag
+    #: mode options (see ``OptionDefinition.mode``): never judged, read only so
+    #: that code testing them is decided at their defaults
+    modes: list[OptionInfo] = field(default_factory=list)
 
     def _all(self) -> Iterator[OptionInfo]:
         yield from self.options
@@ -112,6 +115,9 @@ class OptionDefinition:
     help: str = ""
     default: str | None = None
     aliases: tuple[str, ...] = ()
+    #: a mode option: not a backend option, but finite literal choices and a
+    #: literal default (``--deepep-mode``); held at its default while judging
+    mode: bool = False
 
 
 # --------------------------------------------------------------------------

@@ -70,9 +70,11 @@ def recognise_argparse_option(names: Names, facts: FileFacts, call: CallFact,
         strings.append(value)
     long_flags = [s for s in strings if s.startswith("--")]
     flags = long_flags or strings
-    if not flags or not any(is_catalog_flag(f) for f in flags):
+    if not flags:
         return None
     kwargs = dict(call.kwargs)
+    if not any(is_catalog_flag(f) for f in flags):
+        return _mode_option(facts, call, flags, kwargs)
     if literal(parse_expr(kwargs.get("choices", "None"))) is None:
         return None  # free-form: no finite choices
     flag = flags[0]
@@ -89,6 +91,23 @@ def recognise_argparse_option(names: Names, facts: FileFacts, call: CallFact,
         default=_default_text(names, facts.module, call.scope, kwargs.get("default")),
         aliases=tuple(s for s in strings if s != flag),
     )
+
+
+def _mode_option(facts: FileFacts, call: CallFact, flags: list[str],
+                 kwargs: dict[str, str]) -> OptionDefinition | None:
+    """A mode option: ``add_argument("--deepep-mode", choices=["normal",
+    "low_latency", "auto"], default="auto")``, literal choices and a literal
+    default among them."""
+    choices = literal(parse_expr(kwargs.get("choices", "None")))
+    default = literal(parse_expr(kwargs.get("default", "None")))
+    if not isinstance(choices, (list, tuple)) or len(choices) < 2 or \
+            not all(isinstance(c, str) for c in choices) or default not in choices:
+        return None
+    dest = literal(parse_expr(kwargs.get("dest", "")))
+    return OptionDefinition(
+        flag=flags[0], dest=dest if isinstance(dest, str) else flag_to_dest(flags[0]),
+        rel=facts.rel, line=call.line, module=facts.module, scope=call.scope,
+        choices_text=None, literal_choices=tuple(choices), default=repr(default), mode=True)
 
 
 def _default_text(names: Names, module: str, scope: str, text: str | None) -> str | None:
