@@ -10,8 +10,13 @@ blocked
     picks from the same choices (``--prefill-attention-backend fa3`` meets the
     gates of the registered ``fa3`` factory), and the gates of another option's
     choice that code run for this one sets (an ``alias``: ``--moe-runner-backend
-    megamoe`` is rewritten into ``--moe-a2a-backend megamoe``). While a choice
-    is judged, its twin options that fall back to it are taken as not given.
+    megamoe`` is rewritten into ``--moe-a2a-backend megamoe``), and what the
+    choice gets back from a dispatcher (a function or class returned under a
+    test of the option). While a choice is judged, its twin options that fall
+    back to it are taken as not given, the other options and the mode options
+    (``--deepep-mode``) hold their defaults, and a gate that another value of
+    a mode would change says so in the verdict's conditions (``not blocked
+    with --deepep-mode normal``).
 unsupported
     Not blocked, but a kernel the choice's own code calls (in a module named
     for the choice, a function registered for it, or code under a test of the

@@ -23,7 +23,12 @@ read from the scanned code, in whatever form that version uses.
   by the overlap of values (:func:`link_enums`).
 
 The catalog holds every option whose flag ends in ``-backend`` and has finite
-choices, plus ``--quantization`` (kept apart as ``catalog.quantization``).
+choices, plus ``--quantization`` (kept apart as ``catalog.quantization``),
+and the *mode options* of argparse definitions (``catalog.modes``): any other
+flag with literal choices and a literal default among them
+(``--deepep-mode``). Modes are never judged; while a backend is judged they
+hold their defaults, so a gate that tests one is decided, and the verdict
+says what another value would change.
 Files are parsed only after a cheap text pre-filter (``Index.grep``) says they
 can hold what is looked for; facts come from the index, so they are cached.
 What cannot be resolved becomes a Diagnostic, never an exception.
