@@ -430,6 +430,15 @@ class _Values:
             value = self.shared.values[key] = pred.evaluate(self.context(arch))
         return value
 
+    def _without_modes(self, cond: Predicate, arch: Arch) -> Tri:
+        """``cond`` on ``arch`` with the mode options not given."""
+        if not self.shared.modes:
+            return self(cond, arch)
+        ctx = self.context(arch)
+        options = {k: v for k, v in ctx.options.items() if k not in self.shared.modes}
+        return cond.evaluate(Context(arch=arch, options=options,
+                                     quantization=ctx.quantization))
+
     def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
         """What another value of a mode option that ``cond`` tests would do to
         a gate that is ``now`` TRUE (raises) or FALSE at the modes' defaults:
@@ -483,9 +492,12 @@ class _Values:
                                                      quantization=method)) is Tri.TRUE:
                                 methods.append(f"blocked with --quantization {method}")
                 # another choice's gate (open only through other options), or
-                # undecided on every arch alike: not architecture evidence
+                # undecided on every arch alike: not architecture evidence. A
+                # mode's default does not make it evidence: code testing a
+                # mode mostly serves another option's choice (DeepEP's modes)
                 evidence = self.specific(cond, every) and self.mentions(cond) and any(
-                    self(cond, other) is not Tri.UNKNOWN for other in all_archs)
+                    self._without_modes(cond, other) is not Tri.UNKNOWN
+                    for other in all_archs)
                 known = (True, tuple(methods), _undecided(cond, ctx) if evidence else None)
             self.shared.undecided[key] = known
         return known
