@@ -115,10 +115,13 @@ def plan_gates(result: ScanResult, arch: Arch, index: Index, vocab: Vocabulary,
                                               placement.line, judged)
         guard, near = choose_guard(candidates[key], arch.name, _excluded(verdicts))
         if guard is None:
-            why = "; ".join(near[:3]) if near else "none of its guard functions is true there"
-            plan.not_gated.append(NotGated(
-                flag, choice, f"no guard function the tree defines is true on {arch.name} and "
-                              f"false wherever {choice} runs ({why})"))
+            if near:
+                reason = (f"no guard function the tree defines is true on {arch.name} and "
+                          f"false wherever {choice} runs: " + "; ".join(near[:3]))
+            else:
+                reason = (f"no guard function {placement.rel} can call is true on "
+                          f"{arch.name}")
+            plan.not_gated.append(NotGated(flag, choice, reason))
             continue
         archs = sorted(guard.true_on(), key=arch_sort_key)
         plan.checks.append(Check(flag, option.dest, choice, guard, placement, evidence,
