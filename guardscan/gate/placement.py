@@ -128,8 +128,8 @@ def find_placement(index: Index, option: OptionInfo) -> Placement | str:
     """Where a check on ``option`` goes, or why there is no such place."""
     found = _declaring_class(index, option)
     if found is None:
-        return (f"no class declares the field {option.dest} (looked in {option.path} and the "
-                f"files that read .{option.dest}): no server-argument validation to add to")
+        return (f"no place for a check: no class declares the field {option.dest} (looked "
+                f"in {option.path} and the files that read .{option.dest})")
     rel, cls = found
     methods = _instance_methods(cls)
     checking = [(len(checks), -m.lineno, m, instance, checks[0])
@@ -153,5 +153,5 @@ def find_placement(index: Index, option: OptionInfo) -> Placement | str:
         if method.name == "__post_init__":
             return Placement(rel, cls.name, method.name, _first_statement(method).lineno,
                              instance, f"no validation method in {cls.name}: __post_init__")
-    return (f"{cls.name} in {rel} declares {option.dest} but has no method that checks it, "
-            "no validation method and no __post_init__: no place for a check")
+    return (f"no place for a check: {cls.name} ({rel}) declares {option.dest} but has no "
+            "method that checks it, no validation method and no __post_init__")

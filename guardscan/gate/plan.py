@@ -1,12 +1,13 @@
 """gate (plan): the fail-fast checks one scan calls for on one architecture.
 
 For each option and choice that is ``unsupported`` on the target arch (a
-kernel excludes it, SGLang accepts it), with no condition that could change
-that (``conditions`` empty), the plan holds a ``Check``: where it goes
+kernel excludes it, SGLang accepts it), with no condition under which it could
+run (its ``conditions`` only ever block it: ``blocked with --quantization
+quark``), the plan holds a ``Check``: where it goes
 (``placement``), the guard it calls (``guards``), and the message it raises,
 which names the deciding kernel fact. The guard may be true only where the
 choice is excluded: on the judged archs where the verdict is ``unsupported``
-or ``blocked`` with no condition. What cannot be gated is a ``NotGated`` with
+or ``blocked``, under every condition. What cannot be gated is a ``NotGated`` with
 the reason. The plan decides nothing about verdicts: it reads the scan's.
 """
 
@@ -73,9 +74,17 @@ def _message(check_option: str, choice: str, archs: Sequence[str], ev: Evidence)
             f"{ev.path}:{ev.line} {fact} {MARK}")
 
 
+_AVOID = (Verdict.UNSUPPORTED, Verdict.BLOCKED)
+
+
+def _still_excluded(verdict: BackendVerdict) -> bool:
+    """No condition could make the choice run: each one only blocks it
+    (``blocked with --quantization quark``)."""
+    return all(c.split(" ", 1)[0] in {v.value for v in _AVOID} for c in verdict.conditions)
+
+
 def _excluded(verdicts: Sequence[BackendVerdict]) -> set[str]:
-    return {v.arch for v in verdicts
-            if v.verdict in (Verdict.UNSUPPORTED, Verdict.BLOCKED) and not v.conditions}
+    return {v.arch for v in verdicts if v.verdict in _AVOID and _still_excluded(v)}
 
 
 def plan_gates(result: ScanResult, arch: Arch, index: Index, vocab: Vocabulary,
@@ -94,8 +103,8 @@ def plan_gates(result: ScanResult, arch: Arch, index: Index, vocab: Vocabulary,
         here = next((v for v in verdicts if v.arch == arch.name), None)
         if here is None or here.verdict is not Verdict.UNSUPPORTED or here.platform:
             continue
-        if here.conditions:
-            plan.not_gated.append(NotGated(flag, choice, "the verdict changes under "
+        if not _still_excluded(here):
+            plan.not_gated.append(NotGated(flag, choice, "it may run under a condition: "
                                            + "; ".join(here.conditions)))
             continue
         evidence = deciding_evidence(here)
