@@ -27,7 +27,7 @@ from guardscan.gate.plan import MARK, Check
 from guardscan.gate.write import apply_checks, check_source
 from guardscan.predicate import Tri
 from guardscan.report.answer import deciding_evidence
-from guardscan.results import Evidence, ScanResult
+from guardscan.results import BackendVerdict, Evidence, ScanResult
 from guardscan.scan import ScanOptions, analyse
 
 ARGS = "sglang/srt/server_args.py"
@@ -56,7 +56,7 @@ def _only_inserted(before: str, after: str) -> list[str]:
     return added
 
 
-def _verdict(result: ScanResult, option: str, choice: str, arch: str) -> object:
+def _verdict(result: ScanResult, option: str, choice: str, arch: str) -> BackendVerdict:
     [found] = [b for b in result.backends
                if (b.option, b.choice, b.arch) == (option, choice, arch)]
     return found
@@ -105,16 +105,16 @@ def test_write_inserts_checks_keeps_the_rest_and_a_rescan_says_blocked(
                                  use_cache=False, offline=True, cache_dir=tmp_path / "c")).result
     for arch in ("sm120", "sm121"):
         verdict = _verdict(result, "--moe-runner-backend", "flashinfer_trtllm", arch)
-        assert verdict.verdict.value == "blocked", verdict  # type: ignore[attr-defined]
-        deciding = deciding_evidence(verdict)  # type: ignore[arg-type]
+        assert verdict.verdict.value == "blocked", verdict
+        deciding = deciding_evidence(verdict)
         assert deciding is not None and (deciding.path, deciding.line) == (ARGS, trtllm_if + 1)
         fp4 = _verdict(result, "--fp4-gemm-backend", "flashinfer_trtllm", arch)
-        assert fp4.verdict.value == "blocked"  # type: ignore[attr-defined]
+        assert fp4.verdict.value == "blocked"
     for arch in ("sm100", "sm103"):
         assert _verdict(result, "--moe-runner-backend", "flashinfer_trtllm",
-                        arch).verdict.value == "supported"  # type: ignore[attr-defined]
+                        arch).verdict.value == "supported"
     assert _verdict(result, "--moe-runner-backend", "sm120_only",
-                    "sm120").verdict.value == "supported"  # type: ignore[attr-defined]
+                    "sm120").verdict.value == "supported"
 
     # gated once: a second run finds nothing left to gate and writes nothing
     assert main(_fixture_args(copy, "--arch", "sm120", "--write")) == 0
@@ -296,9 +296,23 @@ def test_real_059_gate_write_and_rescan(sglang_059: SourceTree, flashinfer_063: 
                 "--fp4-gemm-backend": "fp4_gemm_runner_backend"}[option]
         check = line_of(path, f'if self.{dest} == "{choice}" and is_sm120_supported():')
         verdict = _verdict(result, option, choice, "sm120")
-        assert verdict.verdict.value == "blocked", verdict  # type: ignore[attr-defined]
-        deciding = deciding_evidence(verdict)  # type: ignore[arg-type]
+        assert verdict.verdict.value == "blocked", verdict
+        deciding = deciding_evidence(verdict)
         assert deciding is not None and (deciding.path, deciding.line) == (ARGS, check + 1)
         for arch in ("sm100", "sm103"):
             assert _verdict(result, option, choice,
-                            arch).verdict.value == "supported"  # type: ignore[attr-defined]
+                            arch).verdict.value == "supported"
+
+
+def test_conditions_that_only_block_still_leave_the_choice_excluded() -> None:
+    from guardscan.gate.plan import _excluded, _still_excluded
+    from guardscan.results import Verdict
+
+    def verdict(arch: str, value: Verdict, *conditions: str) -> BackendVerdict:
+        return BackendVerdict("--x", "c", arch, None, value, conditions=conditions)
+
+    blocked_more = verdict("sm120", Verdict.UNSUPPORTED, "blocked with --quantization quark")
+    could_run = verdict("sm121", Verdict.UNSUPPORTED, "supported with --quantization y")
+    assert _still_excluded(blocked_more) and not _still_excluded(could_run)
+    assert _excluded([blocked_more, could_run, verdict("sm90", Verdict.BLOCKED),
+                      verdict("sm100", Verdict.SUPPORTED)]) == {"sm120", "sm90"}

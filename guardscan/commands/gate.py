@@ -13,9 +13,14 @@ import difflib
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from guardscan.commands.common import TARGET_HELP, UsageError, analyse_args
 from guardscan.results import ExitCode
+
+if TYPE_CHECKING:
+    from guardscan.arch import Arch
+    from guardscan.scan import Analysis
 
 __all__ = ["build_parser", "run"]
 
@@ -102,7 +107,7 @@ def run(argv: list[str]) -> int:
     return _gate(args, analysis, arch, judged)
 
 
-def _gate(args: argparse.Namespace, analysis, arch, judged) -> int:  # type: ignore[no-untyped-def]
+def _gate(args: argparse.Namespace, analysis: Analysis, arch: Arch, judged: list[Arch]) -> int:
     from guardscan.gate import plan_gates
     from guardscan.guards import Vocabulary
     from guardscan.index import Index
