@@ -125,7 +125,7 @@ def test_colour_only_when_asked() -> None:
 
 
 def test_cli_colour_respects_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardscan.cli import _colour
+    from guardscan.commands.common import colour as _colour
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -15,6 +15,7 @@ Reads are recorded as *observations*, one set per file:
 - ``("tree", s)``: the facts in scope ``s`` or nested inside it;
 - ``("name", n)``: the module-level bindings of ``n``;
 - ``STARS``: the module's star imports;
+- ``CONDITIONAL_RETURNS``: its ``return`` statements under a branch test;
 - ``("func", q)`` / ``("class", q)``: functions / classes with qualname ``q``;
 - ``("cls", c)``: functions whose enclosing class is ``c``;
 - ``("cond", i)``: branch test number ``i`` (and its scope);
@@ -57,6 +58,8 @@ Seen = set[tuple[Any, ...]]
 ALL: tuple[str] = ("all",)
 DATA: tuple[str] = ("data",)
 STARS: tuple[str] = ("stars",)
+#: the file's ``return`` statements under a branch test
+CONDITIONAL_RETURNS: tuple[str] = ("returns-on-path",)
 #: the file was looked at (its outcome: parsed, or why not)
 OUTCOME: tuple[str] = ("outcome",)
 
@@ -226,6 +229,12 @@ class FactsView:
         self._see(("scope", scope))
         return [f for f in getattr(self.unobserved, kind) if f.scope == scope]
 
+    def conditional_returns(self) -> list[Any]:
+        """The ``return`` statements under some branch test, in file order
+        (a new unconditional ``return`` elsewhere is not seen)."""
+        self._see(CONDITIONAL_RETURNS)
+        return [r for r in self.unobserved.returns if r.path]
+
     def in_tree(self, kind: str, scope: str) -> list[Any]:
         """Facts of one kind in ``scope`` or nested inside it, in file order."""
         self._see(("tree", scope))
@@ -237,6 +246,8 @@ class FactsView:
 def _keys_of(fact: Any, kind: str) -> Iterable[tuple[Any, ...]]:
     """Every observation that would have seen ``fact``."""
     yield ("kind", kind)
+    if kind == "returns" and fact.path:
+        yield CONDITIONAL_RETURNS
     scope: str = fact.scope
     yield ("scope", scope)
     current = scope

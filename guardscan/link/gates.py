@@ -11,6 +11,7 @@ calls that leave the tree for the kernel library become ``KernelCall``\\ s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from guardscan.guards import (
@@ -24,7 +25,7 @@ from guardscan.guards import (
     Value,
     Vocabulary,
 )
-from guardscan.index.facts import CallFact
+from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
@@ -187,7 +188,7 @@ class Gates:
         facts = ctx.index.view(rel)
         if facts is None:
             return
-        returned = [r for r in self._returned_functions(facts) if r.path]
+        returned = self._returned_functions(facts, facts.conditional_returns())
         for call in (*facts.calls, *returned):
             if not call.path:
                 continue
@@ -213,12 +214,13 @@ class Gates:
         return any(isinstance(a, OptionIs) and a.option == dest for a in atoms(path)) \
             and path.evaluate(Context()) is not Tri.TRUE
 
-    def _returned_functions(self, facts: FactsView) -> list[CallFact]:
+    def _returned_functions(self, facts: FactsView, returns: Iterable[ReturnFact]
+                            ) -> list[CallFact]:
         """``return NAME`` under an option test, where NAME is a function or a
         class of the tree (a class is instantiated: its ``__init__`` runs) or a
         function of the kernel library, as a call of NAME at that line."""
         out: list[CallFact] = []
-        for ret in facts.returns:
+        for ret in returns:
             if not ret.value.replace(".", "").replace("_", "").isalnum():
                 continue
             value = self.ctx.vocab.value(ret.value, facts.rel, ret.scope, ret.line)
@@ -236,8 +238,9 @@ class Gates:
         conditions = self.ctx.conditions
         calls = facts.in_tree("calls", scope) if include_nested \
             else conditions.by_scope(facts, "calls", scope)
-        returned = [r for r in self._returned_functions(facts)
-                    if r.scope == scope or (include_nested and r.scope.startswith(f"{scope}."))]
+        returns = facts.in_tree("returns", scope) if include_nested \
+            else conditions.by_scope(facts, "returns", scope)
+        returned = self._returned_functions(facts, returns)
         for call in calls:
             cond = conj(region, conditions.path(facts, call.path, call.scope))
             self._follow_one(facts, call, dest, cond, hops, depth, owned)
