@@ -35,11 +35,11 @@ _EXPORTS = {
     "parse_arch": "guardscan.arch",
     "parse_arch_list": "guardscan.arch",
     "AcquireError": "guardscan.acquire",
-    "preflight": "guardscan.preflight",
-    "Preflight": "guardscan.preflight",
-    "Problem": "guardscan.preflight",
-    "Check": "guardscan.preflight",
-    "LocalGPUError": "guardscan.preflight",
+    "preflight": "guardscan.launch",
+    "Preflight": "guardscan.launch",
+    "Problem": "guardscan.launch",
+    "Check": "guardscan.launch",
+    "LocalGPUError": "guardscan.launch",
 }
 
 __all__ = [
@@ -67,7 +67,7 @@ __all__ = [
 if TYPE_CHECKING:
     from guardscan.acquire import AcquireError
     from guardscan.arch import Arch, ArchError, parse_arch, parse_arch_list
-    from guardscan.preflight import Check, LocalGPUError, Preflight, Problem, preflight
+    from guardscan.launch import Check, LocalGPUError, Preflight, Problem, preflight
     from guardscan.results import (
         BackendVerdict,
         Diagnostic,

@@ -2,7 +2,7 @@
 
 Judges the backend flags of a real launch command (``python -m
 sglang.launch_server ...``, ``sglang serve ...``) on one architecture, one line
-per option, through ``guardscan.preflight``. Exit 0 when every choice the
+per option, through ``guardscan.launch.preflight``. Exit 0 when every choice the
 command gives is safe to try, 1 when one is not (or a flag is misspelt), 2 on
 usage errors (no ``--``, a bad arch, no GPU for ``--arch auto``, an unusable
 target).
@@ -21,7 +21,7 @@ from guardscan.commands.common import TARGET_HELP, UsageError, clear_progress, p
 from guardscan.results import ExitCode
 
 if TYPE_CHECKING:
-    from guardscan.preflight import Preflight, Problem
+    from guardscan.launch import Preflight, Problem
 
 __all__ = ["build_parser", "render", "run"]
 
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> int:
-    from guardscan.preflight import preflight
+    from guardscan.launch import preflight
 
     if "--" not in argv:
         if any(a in ("-h", "--help") for a in argv):

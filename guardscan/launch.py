@@ -1,4 +1,4 @@
-"""preflight (after the verdicts): are these launch flags safe to try on this GPU?
+"""launch (after the verdicts): are the backend flags of this launch command safe to try on this GPU?
 
 ``preflight(argv, arch)`` reads an SGLang launch command (``python -m
 sglang.launch_server ...``, ``sglang serve ...``, or the flags alone), picks out
