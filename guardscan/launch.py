@@ -356,7 +356,15 @@ def _judge(option: OptionInfo, value: str | None, arch: str, given: bool,
 
 
 def _close(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> tuple[str, ...]:
-    return tuple(difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff))
+    """Up to three close matches, best first, only those nearly as close as the
+    best (``flashinfer_cutlas``: flashinfer_cutlass, not flashinfer_cutedsl)."""
+    found = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
+
+    def ratio(candidate: str) -> float:
+        return difflib.SequenceMatcher(None, word, candidate).ratio()
+
+    best = ratio(found[0]) if found else 0.0
+    return tuple(c for c in found if ratio(c) >= best - 0.1)
 
 
 def _hint(suggestions: Sequence[str], choices: Sequence[str] | None = None) -> str:

@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="guardscan check",
         usage="guardscan check [--arch ARCH] [options] [TARGET] -- LAUNCH COMMAND...",
-        description="Judge the backend flags of an SGLang launch command on one GPU "
-                    "architecture before launching it: one line per option, its verdict "
+        description="Judge the backend flags of an SGLang launch command on one GPU\n"
+                    "architecture before launching it: one line per option, its verdict\n"
                     "and the deciding path:line.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", nargs="?", default=None, help=TARGET_HELP)
