@@ -12,7 +12,6 @@ from fixturetree import fixture, line_of
 
 import guardscan.gpu
 from guardscan.cli import main
-from guardscan.launch import parse_launch
 from guardscan.results import ExitCode
 
 TREE = str(fixture("preflight_launch"))
@@ -137,9 +136,30 @@ def test_arch_auto_with_a_gpu(capsys: pytest.CaptureFixture[str],
     assert out.splitlines()[0].endswith("on sm100 (B200, GB200, ...) (the local GPU)")
 
 
-def test_launch_after_dashdash_is_not_touched_by_the_cli() -> None:
-    """``--option`` values are glued by cli.main, but not after ``--``."""
-    assert parse_launch(["--option", "--moe-runner-backend"]).flags[0].flag == "--option"
+def test_several_archs_name_the_arch_on_each_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fixture_check(capsys, "--moe-runner-backend", "flashinfer_trtllm",
+                                 arch="sm100,sm120")
+    assert code == ExitCode.FOUND
+    rows = [line.split()[2:4] for line in out.splitlines()
+            if line.startswith("  --moe-runner-backend")]
+    assert rows == [["supported", "on"], ["blocked", "on"]]
+    assert "supported on sm100" in out and "blocked on sm120" in out
+
+
+def test_help_without_dashdash(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["check", "--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: guardscan check [--arch ARCH]")
+
+
+def test_launch_after_dashdash_is_not_touched_by_the_cli(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """cli.main glues ``--option FLAG`` into one argument, but not after ``--``."""
+    code, out, _ = fixture_check(capsys, "--option", "--moe-runner-backend", "triton")
+    assert code == ExitCode.OK
+    assert "--moe-runner-backend triton  supported" in out
+    assert "ignored (not backend options): --option" in out
 
 
 # -- the real tree -------------------------------------------------------------------------

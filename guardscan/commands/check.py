@@ -173,9 +173,9 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
     others = {c.option for c in answer.checks if not c.given} - \
         {w.option for w in answer.warnings}
     if others:
-        lines.append(f"  not given: the other {len(others)} backend option"
-                     f"{'s keep their defaults' if len(others) != 1 else ' keeps its default'};"
-                     " none resolves to a choice to avoid")
+        some = (f"the other {len(others)} backend options keep their defaults"
+                if len(others) != 1 else f"{next(iter(others))} keeps its default")
+        lines.append(f"  not given: {some}; none resolves to a choice to avoid")
     if answer.ignored:
         lines.append(f"  ignored (not backend options): {' '.join(answer.ignored)}")
     for note in answer.notes:
