@@ -73,7 +73,8 @@ PROBLEMS: dict[str, str] = {
     "abbreviated-option": "{option} is an abbreviation{hint}; guardscan judges flags "
                           "spelt out",
     "missing-value": "{option} has no value{hint}",
-    "other-platform": "{option} {choice} is for {platform} only, not NVIDIA GPUs",
+    "other-platform": "{option} {choice} is documented for {platform} only, not for "
+                      "NVIDIA GPUs",
 }
 
 
@@ -477,8 +478,10 @@ def judge_launch(result: ScanResult, launch: Launch, *,
             checks.append(check)
             platform = entries[check.judged].platform if check.judged in entries else None
             if given is not None and platform:
+                words = "non-CUDA platforms" if platform == "non-cuda" else platform
                 problems.append(_problem("other-platform", option.flag, choice=check.value,
-                                         judged=check.judged, arch=arch, platform=platform))
+                                         judged=check.judged, arch=arch, platform=words,
+                                         where=f"{option.path}:{option.line}"))
             elif not check.safe_to_try:
                 (problems if given is not None else warnings).append(_problem(
                     "not-safe" if given is not None else "default-not-safe", option.flag,

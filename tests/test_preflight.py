@@ -206,6 +206,13 @@ def test_an_unknown_quantization_is_a_problem(result: ScanResult) -> None:
         "unknown-choice", "--quantization", "modelopt_fp4")
 
 
+def test_a_choice_for_another_platform_is_a_problem(result: ScanResult) -> None:
+    [problem] = judged(result, "--attention-backend", "ascend").problems
+    assert (problem.code, problem.choice, problem.arch) == ("other-platform", "ascend", "sm120")
+    assert "documented for npu only" in problem.message
+    assert problem.where is not None and problem.where.startswith("sglang/srt/server_args.py:")
+
+
 def test_other_flags_and_config_are_listed(result: ScanResult) -> None:
     answer = judged(result, "--model-path", "m", "--config", "c.yaml", "--enable-x")
     assert answer.ok

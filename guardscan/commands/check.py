@@ -147,8 +147,9 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
         found = launch.last(flag) if launch is not None else None
         return found.position if found is not None else 1 << 30
 
+    elsewhere = {(p.option, p.arch) for p in answer.problems if p.code == "other-platform"}
     for check in answer.checks:
-        if check.given:
+        if check.given and (check.option, check.arch) not in elsewhere:
             where = f", at {check.where}" if check.where else ""
             arch = f" on {check.arch}" if several else ""
             rows.append((position(check.option), f"{check.option} {check.shown}",
@@ -212,6 +213,9 @@ def _short(problem: Problem) -> str:
         return f"argparse may expand it; spell it out: {' or '.join(problem.suggestions)}"
     if problem.suggestions:
         return f"did you mean {' or '.join(problem.suggestions)}?"
+    if problem.code == "other-platform":
+        words = problem.message.split(" is ", 1)[1].removesuffix(f" ({problem.where})")
+        return words + (f", at {problem.where}" if problem.where else "")
     message = problem.message
     if "; " in message:
         return message.split("; ", 1)[1]
