@@ -6,6 +6,10 @@ answered from source text alone (nothing scanned is ever imported or run).
     for b in result.backends:
         print(b.option, b.choice, b.arch, b.verdict)
 
+    answer = guardscan.preflight(["--moe-runner-backend", "flashinfer_trtllm"],
+                                 arch="sm120", target="sglang==0.5.9")
+    print(answer.ok, [str(p) for p in answer.problems])
+
 The names below are the public API (docs/api.md); they are imported on first
 use, so ``import guardscan`` stays cheap for a pre-commit hook.
 """
@@ -31,6 +35,11 @@ _EXPORTS = {
     "parse_arch": "guardscan.arch",
     "parse_arch_list": "guardscan.arch",
     "AcquireError": "guardscan.acquire",
+    "preflight": "guardscan.launch",
+    "Preflight": "guardscan.launch",
+    "Problem": "guardscan.launch",
+    "Check": "guardscan.launch",
+    "LocalGPUError": "guardscan.launch",
 }
 
 __all__ = [
@@ -38,21 +47,27 @@ __all__ = [
     "Arch",
     "ArchError",
     "BackendVerdict",
+    "Check",
     "Diagnostic",
     "Evidence",
     "ExitCode",
+    "LocalGPUError",
     "OptionInfo",
+    "Preflight",
+    "Problem",
     "ScanResult",
     "Verdict",
     "__version__",
     "parse_arch",
     "parse_arch_list",
+    "preflight",
     "scan",
 ]
 
 if TYPE_CHECKING:
     from guardscan.acquire import AcquireError
     from guardscan.arch import Arch, ArchError, parse_arch, parse_arch_list
+    from guardscan.launch import Check, LocalGPUError, Preflight, Problem, preflight
     from guardscan.results import (
         BackendVerdict,
         Diagnostic,

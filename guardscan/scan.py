@@ -40,7 +40,7 @@ from guardscan.results import (
 )
 from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
 
-__all__ = ["Analysis", "ScanOptions", "analyse", "as_archs", "scan"]
+__all__ = ["Analysis", "ScanOptions", "UnknownChoiceError", "analyse", "as_archs", "scan"]
 
 
 @dataclass
@@ -169,10 +169,22 @@ def _selected_options(opts: ScanOptions, tree: SourceTree,
         options = [o for o in options if o.flag in wanted]
     if opts.quantization is not None and catalog.quantization is not None and \
             opts.quantization not in catalog.quantization.choices:
-        raise AcquireError(
-            f"--quantization {opts.quantization} is not a choice of {tree.package} "
-            f"{tree.version}; choices: {', '.join(catalog.quantization.choices)}")
+        raise UnknownChoiceError(catalog.quantization.flag, opts.quantization,
+                                 catalog.quantization.choices, tree.package, tree.version)
     return options
+
+
+class UnknownChoiceError(AcquireError):
+    """A value the scanned tree does not offer for an option (a ``--quantization``
+    method it does not define); ``choices`` are the ones it does."""
+
+    def __init__(self, flag: str, value: str, choices: tuple[str, ...], package: str,
+                 version: str | None) -> None:
+        super().__init__(f"{flag} {value} is not a choice of {package} {version}; "
+                         f"choices: {', '.join(choices)}")
+        self.flag = flag
+        self.value = value
+        self.choices = choices
 
 
 def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,

@@ -1,0 +1,614 @@
+"""launch (after the verdicts): are the backend flags of this launch command safe to try on this GPU?
+
+``preflight(argv, arch)`` reads an SGLang launch command (``python -m
+sglang.launch_server ...``, ``sglang serve ...``, or the flags alone), picks out
+the backend options and ``--quantization`` by the scanned version's own catalog,
+scans the tree once for that architecture and quantization (the same whole-tree
+scan as ``guardscan TARGET --arch A --quantization Q``, so the on-disk result
+cache answers across processes; repeated calls in one process are memoized),
+and judges each flag the command sets::
+
+    pf = guardscan.preflight(["--moe-runner-backend", "flashinfer_trtllm",
+                              "--quantization", "modelopt_fp4"],
+                             arch="sm120", target="sglang==0.5.9")
+    pf.ok          # False
+    pf.problems    # (Problem(code='not-safe', option='--moe-runner-backend', ...),)
+
+The judging itself, :func:`judge_launch`, is a pure function of a ScanResult
+and a parsed :class:`Launch` (:func:`parse_launch`), so it is tested on fixture
+trees. It decides no verdict: it reads the scan's verdicts, and words the
+deciding line of each (``guardscan.report.answer``).
+
+- A given choice is judged by its verdict; ``auto`` (and an option left to
+  SGLang, default ``None``) is judged as what it becomes on the architecture
+  when the tree's ``default`` lines name exactly one choice (``auto ->
+  X``), and as ``auto`` itself, its candidates listed, otherwise.
+- An option the command does not set keeps its default; when that default (or
+  what ``auto`` decidedly becomes) is not safe to try, it is a warning: the
+  launch is not refused for a flag it never wrote, but it is worth a line.
+- A choice the option does not offer, a misspelt backend-looking flag
+  (``--moe-runer-backend``), an abbreviation (``--moe-runner``, which argparse
+  might expand, and guardscan does not guess) and a flag without its value are
+  problems, with close matches. Other flags (``--tp 8``, ``--model-path m``)
+  are ignored and listed in ``ignored``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import shlex
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from guardscan.arch import Arch, ArchError
+from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
+from guardscan.results import BackendVerdict, OptionInfo, Role, ScanResult, Verdict
+
+__all__ = [
+    "PROBLEMS",
+    "Check",
+    "Launch",
+    "LaunchFlag",
+    "LocalGPUError",
+    "Preflight",
+    "Problem",
+    "judge_launch",
+    "parse_launch",
+    "preflight",
+]
+
+QUANTIZATION_FLAG = "--quantization"
+AUTO = "auto"
+
+#: Problem codes and their message templates; arguments travel as fields.
+PROBLEMS: dict[str, str] = {
+    "not-safe": "{option} {shown} is {verdict} on {arch}: {reason}",
+    "default-not-safe": "{option} is not given; its default {shown} is {verdict} on "
+                        "{arch}: {reason}",
+    "unknown-choice": "{option} {choice} is not a choice of {target}{hint}",
+    "unknown-option": "{option} is not an option of {target}{hint}",
+    "abbreviated-option": "{option} is an abbreviation{hint}; guardscan judges flags "
+                          "spelt out",
+    "missing-value": "{option} has no value{hint}",
+    "other-platform": "{option} {choice} is documented for {platform} only, not for "
+                      "NVIDIA GPUs",
+}
+
+
+class LocalGPUError(ArchError):
+    """``arch="auto"`` on a machine where neither NVML nor nvidia-smi shows a
+    GPU guardscan knows."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason the launch is not safe to try, or a default worth a look.
+
+    ``code`` is a key of ``PROBLEMS``; ``option`` the flag (as the tree spells
+    it, or as typed when the tree has no such option); ``choice`` the value
+    given (None when there is none); ``judged`` what was judged (``auto``'s
+    resolution, else ``choice``); ``verdict`` and ``where`` (the deciding
+    ``path:line``) for a judged choice; ``reason`` one line; ``suggestions``
+    close matches, best first.
+    """
+
+    code: str
+    option: str
+    choice: str | None = None
+    arch: str | None = None
+    verdict: Verdict | None = None
+    reason: str = ""
+    where: str | None = None
+    suggestions: tuple[str, ...] = ()
+    judged: str | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_json(self) -> dict[str, object]:
+        return {"code": self.code, "option": self.option, "choice": self.choice,
+                "judged": self.judged, "arch": self.arch,
+                "verdict": self.verdict.value if self.verdict else None,
+                "reason": self.reason, "where": self.where,
+                "suggestions": list(self.suggestions), "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One backend option of the launch, on one architecture.
+
+    ``value`` is what the command gives (``given``) or the default that applies;
+    ``judged`` the choice whose verdict counts (``auto``'s single resolution, or
+    ``value``); ``auto`` the choices ``auto`` can become there (from the tree's
+    ``default`` lines); ``entry`` the scan's full verdict for ``judged`` (with
+    its evidence chain), None when the tree has none.
+    """
+
+    option: str
+    value: str
+    arch: str
+    given: bool
+    judged: str
+    verdict: Verdict
+    reason: str
+    where: str | None
+    auto: tuple[str, ...] = ()
+    entry: BackendVerdict | None = None
+
+    @property
+    def safe_to_try(self) -> bool:
+        return self.verdict.safe_to_try
+
+    @property
+    def shown(self) -> str:
+        """``flashinfer_trtllm``, or ``auto -> triton`` when auto was resolved."""
+        return self.value if self.judged == self.value else f"{self.value} -> {self.judged}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"option": self.option, "value": self.value, "arch": self.arch,
+                "given": self.given, "judged": self.judged, "verdict": self.verdict.value,
+                "safe_to_try": self.safe_to_try, "reason": self.reason, "where": self.where,
+                "auto": list(self.auto)}
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """The answer: ``ok`` when every flag the command gives is safe to try.
+
+    ``problems`` make it not ok; ``warnings`` (defaults the command leaves in
+    place that resolve to a choice to avoid) do not. ``checks`` hold every
+    backend option per architecture (given ones and defaults), ``result`` the
+    whole scan (every choice of every option), ``ignored`` the flags that are
+    not backend options, ``notes`` what the check could not read, ``launch``
+    the command as parsed. ``quantization`` is the method the command gives;
+    ``result.quantization`` the one judged under (None when the given one is
+    not a method of the tree: that is a problem).
+    """
+
+    problems: tuple[Problem, ...]
+    warnings: tuple[Problem, ...]
+    checks: tuple[Check, ...]
+    result: ScanResult
+    quantization: str | None
+    ignored: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    launch: Launch | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        return tuple(self.result.archs)
+
+    def given(self) -> tuple[Check, ...]:
+        """The checks of the options the command sets."""
+        return tuple(c for c in self.checks if c.given)
+
+    def verdict(self, option: str, choice: str, arch: str | None = None) -> BackendVerdict:
+        """The scan's verdict of any choice of any option (``arch``: needed only
+        when several were judged); KeyError when there is none."""
+        for entry in self.result.backends:
+            if entry.option == option and entry.choice == choice and (
+                    arch is None or entry.arch == arch):
+                return entry
+        raise KeyError(f"no verdict for {option} {choice}" + (f" on {arch}" if arch else ""))
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "archs": list(self.archs), "quantization": self.quantization,
+                "target": self.result.target.to_json(),
+                "problems": [p.to_json() for p in self.problems],
+                "warnings": [p.to_json() for p in self.warnings],
+                "checks": [c.to_json() for c in self.checks],
+                "ignored": list(self.ignored), "notes": list(self.notes)}
+
+
+# -- the launch command --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class LaunchFlag:
+    """``--flag value`` or ``--flag=value`` (``inline``), or a flag alone
+    (``value`` None); ``position`` is its index in the command."""
+
+    flag: str
+    value: str | None
+    position: int
+    inline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """A launch command split into its program part and its flags."""
+
+    program: tuple[str, ...]
+    flags: tuple[LaunchFlag, ...]
+
+    def last(self, flag: str) -> LaunchFlag | None:
+        """The flag's last occurrence (argparse keeps the last)."""
+        found = [f for f in self.flags if f.flag == flag]
+        return found[-1] if found else None
+
+
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NEGATIVE_NUMBER = re.compile(r"^-\d")
+
+
+def _launch_marker(tokens: Sequence[str]) -> int | None:
+    """The index of the token after which the server's own flags begin: the
+    last ``sglang.launch_server`` / ``launch_server.py`` / ``sglang serve``."""
+    found = None
+    for i, token in enumerate(tokens):
+        base = token.rsplit("/", 1)[-1]
+        module = base in ("sglang.launch_server", "launch_server", "launch_server.py")
+        if module or (token == "serve" and i > 0 and tokens[i - 1].rsplit("/", 1)[-1] == "sglang"):
+            found = i
+    return found
+
+
+def parse_launch(argv: Sequence[str]) -> Launch:
+    """Split a launch command as people write it.
+
+    The program part is skipped: environment assignments (``CUDA_VISIBLE_DEVICES=0``),
+    ``python -m sglang.launch_server``, ``python3 -m sglang.launch_server``,
+    ``sglang serve``, a path to ``launch_server.py``, and anything before the
+    first ``--flag`` (a wrapper such as ``env`` or ``uv run``). One argument
+    holding the whole command (``"python -m sglang.launch_server --tp 8"``) is
+    split as a shell would. Flags are ``--flag value``, ``--flag=value``, or a
+    flag alone (a boolean); a token not starting with ``-`` (or a negative
+    number) after a flag is taken as its value.
+    """
+    tokens = list(argv)
+    if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
+        tokens = shlex.split(tokens[0])
+    marker = _launch_marker(tokens)
+    start = marker + 1 if marker is not None else next(
+        (i for i, t in enumerate(tokens) if t.startswith("--")), len(tokens))
+    program = tuple(tokens[:start])
+    flags: list[LaunchFlag] = []
+    i = start
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("--") or token == "--":
+            i += 1  # a stray value or short option: SGLang's server takes none we judge
+            continue
+        if "=" in token:
+            flag, value = token.split("=", 1)
+            flags.append(LaunchFlag(flag, value, i, inline=True))
+            i += 1
+            continue
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if nxt is not None and (not nxt.startswith("-") or _NEGATIVE_NUMBER.match(nxt)):
+            flags.append(LaunchFlag(token, nxt, i))
+            i += 2
+        else:
+            flags.append(LaunchFlag(token, None, i))
+            i += 1
+    return Launch(program, tuple(flags))
+
+
+# -- judging -------------------------------------------------------------------------------
+_TIER = re.compile(r"^(?P<kind>[a-z][a-z-]*) \((?P<tier>tier [abc])[^)]*\): ")
+
+
+def _reason_and_where(entry: BackendVerdict | None) -> tuple[str, str | None]:
+    """One line on why the verdict is what it is, and its deciding ``path:line``."""
+    if entry is None:
+        return "the scan has no verdict for it", None
+    ev = deciding_evidence(entry)
+    if ev is None:
+        return "no architecture evidence either way", None
+    reason = short_reason(ev) or describe_fact(ev, entry.verdict)[0]
+    reason = _TIER.sub(lambda m: f"{m.group('kind')} ({m.group('tier')}): ", reason)
+    if entry.verdict.safe_to_try:
+        places = [f"{c.path}:{c.line}" for c in caveats(entry)]
+        if places:
+            reason += f"; may still raise at {', '.join(places)}"
+    return reason, f"{ev.path}:{ev.line}"
+
+
+def _default_value(option: OptionInfo) -> tuple[bool, str | None]:
+    """(known, value): the option's default as typed; value None = SGLang picks."""
+    if option.default is None:
+        return True, None
+    try:
+        value = ast.literal_eval(option.default)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return False, None
+    if value is None or isinstance(value, str):
+        return True, value
+    return False, None
+
+
+def _auto_candidates(entries: Sequence[BackendVerdict], value: str | None) -> list[str]:
+    """The choices whose chains hold a ``default`` line on this architecture:
+    where ``auto`` (or SGLang's own pick) goes."""
+    return list(dict.fromkeys(
+        e.choice for e in entries if e.choice != value and not e.platform
+        and any(ev.role == Role.DEFAULT.value for ev in e.evidence)))
+
+
+def _judge(option: OptionInfo, value: str | None, arch: str, given: bool,
+           entries: dict[str, BackendVerdict]) -> Check:
+    shown = value if value is not None else AUTO
+    if value is None or value == AUTO:
+        candidates = _auto_candidates(list(entries.values()), value)
+        if len(candidates) == 1:
+            resolved = entries[candidates[0]]
+            reason, where = _reason_and_where(resolved)
+            return Check(option.flag, shown, arch, given, candidates[0], resolved.verdict,
+                         reason, where, tuple(candidates), resolved)
+        own = entries.get(value) if value is not None else None
+        verdict = own.verdict if own is not None else Verdict.UNKNOWN
+        if candidates:
+            words = " or ".join(f"{c} ({entries[c].verdict})" for c in candidates)
+            reason = f"auto can become {words}; which is decided at run time"
+        else:
+            reason = f"the source does not say what SGLang picks on {arch}"
+        return Check(option.flag, shown, arch, given, shown, verdict, reason, None,
+                     tuple(candidates), own)
+    entry = entries.get(value)
+    reason, where = _reason_and_where(entry)
+    verdict = entry.verdict if entry is not None else Verdict.UNKNOWN
+    return Check(option.flag, value, arch, given, value, verdict, reason, where, (), entry)
+
+
+def _close(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> tuple[str, ...]:
+    """Up to three close matches, best first, only those nearly as close as the
+    best (``flashinfer_cutlas``: flashinfer_cutlass, not flashinfer_cutedsl)."""
+    found = difflib.get_close_matches(word, list(candidates), n=3, cutoff=cutoff)
+
+    def ratio(candidate: str) -> float:
+        return difflib.SequenceMatcher(None, word, candidate).ratio()
+
+    best = ratio(found[0]) if found else 0.0
+    return tuple(c for c in found if ratio(c) >= best - 0.1)
+
+
+def _hint(suggestions: Sequence[str], choices: Sequence[str] | None = None) -> str:
+    if suggestions:
+        return f"; did you mean {' or '.join(suggestions)}?"
+    if choices:
+        return f"; choices: {', '.join(choices)}"
+    return ""
+
+
+def _problem(code: str, option: str, *, choice: str | None = None, judged: str | None = None,
+             arch: str | None = None, verdict: Verdict | None = None, reason: str = "",
+             where: str | None = None, suggestions: tuple[str, ...] = (),
+             **words: str) -> Problem:
+    """A Problem, its message made from ``PROBLEMS[code]``."""
+    fill = {"option": option, "choice": choice or "", "shown": choice or "", "arch": arch or "",
+            "verdict": str(verdict or ""), "reason": reason, "hint": "", "target": "",
+            "platform": "", **words}
+    message = PROBLEMS[code].format(**fill)
+    if where:
+        message += f" ({where})"
+    return Problem(code, option, choice, arch, verdict, reason or message, where,
+                   suggestions, judged, message)
+
+
+def judge_launch(result: ScanResult, launch: Launch, *,
+                 defined: Callable[[str], bool] | None = None,
+                 quantization_choices: Sequence[str] | None = None) -> Preflight:
+    """Judge the flags of ``launch`` by the verdicts of ``result``.
+
+    ``defined(flag)`` says whether the scanned tree defines a flag that is not
+    in its backend catalog (a free-form ``--speculative-draft-attention-backend``
+    is not a typo); without it every such backend-looking flag is unknown.
+    ``quantization_choices``: the tree's ``--quantization`` methods, when the
+    value given is to be checked against them.
+    """
+    options = {o.flag: o for o in result.options}
+    target = " ".join(p for p in (result.target.package, result.target.version or "") if p)
+    known_flags = [*options, QUANTIZATION_FLAG]
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    checks: list[Check] = []
+    ignored: list[str] = []
+    notes: list[str] = []
+
+    for flag in launch.flags:
+        if flag.flag in options or flag.flag == QUANTIZATION_FLAG:
+            continue
+        if flag.flag == "--config":
+            notes.append(f"the flags inside --config {flag.value or '(no file)'} are not read")
+            ignored.append(flag.flag)
+            continue
+        is_defined = defined is not None and defined(flag.flag)
+        longer = [k for k in known_flags if k.startswith(flag.flag) and k != flag.flag]
+        if longer and not is_defined:
+            problems.append(_problem("abbreviated-option", flag.flag, choice=flag.value,
+                                     suggestions=tuple(longer),
+                                     hint=f" of {' or '.join(longer)}"))
+            continue
+        close = _close(flag.flag, known_flags, cutoff=0.8)
+        looks_backend = flag.flag.endswith("-backend") or bool(close)
+        if looks_backend and not is_defined:
+            suggestions = _close(flag.flag, known_flags)
+            problems.append(_problem("unknown-option", flag.flag, choice=flag.value,
+                                     suggestions=suggestions, target=target,
+                                     hint=_hint(suggestions)))
+            continue
+        if flag.flag not in ignored:
+            ignored.append(flag.flag)
+
+    quantization = launch.last(QUANTIZATION_FLAG)
+    if quantization is not None:
+        if quantization.value is None:
+            problems.append(_problem("missing-value", QUANTIZATION_FLAG,
+                                     hint=_hint((), quantization_choices)))
+        elif quantization_choices is not None and quantization.value not in \
+                quantization_choices:
+            suggestions = _close(quantization.value, quantization_choices)
+            problems.append(_problem("unknown-choice", QUANTIZATION_FLAG,
+                                     choice=quantization.value, suggestions=suggestions,
+                                     target=target, hint=_hint(suggestions)))
+
+    per_cell: dict[tuple[str, str], dict[str, BackendVerdict]] = {}
+    for entry in result.backends:
+        per_cell.setdefault((entry.option, entry.arch), {})[entry.choice] = entry
+    for option in result.options:
+        given = launch.last(option.flag)
+        if given is not None and given.value is None:
+            problems.append(_problem("missing-value", option.flag,
+                                     hint=_hint((), option.choices)))
+            continue
+        if given is not None and given.value not in option.choices:
+            suggestions = _close(str(given.value), option.choices)
+            problems.append(_problem("unknown-choice", option.flag, choice=given.value,
+                                     suggestions=suggestions, target=target,
+                                     hint=_hint(suggestions, option.choices)))
+            continue
+        if given is None:
+            known, value = _default_value(option)
+            if not known or (value is not None and value not in option.choices
+                             and value != AUTO):
+                notes.append(f"{option.flag}: its default `{option.default}` is not one of "
+                             "its choices as written; not judged")
+                continue
+        else:
+            value = given.value
+        for arch in result.archs:
+            entries = per_cell.get((option.flag, arch), {})
+            check = _judge(option, value, arch, given is not None, entries)
+            checks.append(check)
+            platform = entries[check.judged].platform if check.judged in entries else None
+            if given is not None and platform:
+                words = "non-CUDA platforms" if platform == "non-cuda" else platform
+                problems.append(_problem("other-platform", option.flag, choice=check.value,
+                                         judged=check.judged, arch=arch, platform=words,
+                                         where=f"{option.path}:{option.line}"))
+            elif not check.safe_to_try:
+                (problems if given is not None else warnings).append(_problem(
+                    "not-safe" if given is not None else "default-not-safe", option.flag,
+                    choice=check.value, judged=check.judged, shown=check.shown, arch=arch,
+                    verdict=check.verdict, reason=check.reason, where=check.where))
+    # in the command's order, as the user wrote it; defaults after, in the tree's order
+    order = {f.flag: f.position for f in launch.flags}
+    last = len(launch.flags) + 1 + max(order.values(), default=0)
+    checks.sort(key=lambda c: order.get(c.option, last) if c.given else last)
+    problems.sort(key=lambda p: order.get(p.option, last))
+    return Preflight(tuple(problems), tuple(warnings), tuple(checks), result,
+                     quantization.value if quantization is not None else None,
+                     tuple(ignored), tuple(notes), launch)
+
+
+# -- the entry point -----------------------------------------------------------------------
+#: (target, arch names, quantization, flashinfer, cache dir, kernels, cache, offline)
+#: -> (result, package root); one process pays once for each.
+_SCANS: dict[tuple[object, ...], tuple[ScanResult, Path | None, tuple[str, ...] | None]] = {}
+
+
+def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
+    from guardscan.scan import as_archs
+
+    items: Sequence[str | Arch] = [arch] if isinstance(arch, (str, Arch)) else list(arch)
+    out: list[Arch] = []
+    for item in items:
+        if isinstance(item, str) and item.strip().lower() == "auto":
+            from guardscan.gpu import detect_archs
+
+            found, how = detect_archs()
+            if not found:
+                raise LocalGPUError(f"no local GPU found ({how}); pass --arch sm120 or a "
+                                    "GPU name")
+            out.extend(found)
+        else:
+            out.extend(as_archs([item]))
+    return sorted(set(out))
+
+
+def _scan(target: str | None, archs: list[Arch], quantization: str | None,
+          flashinfer: str | None, cache_dir: Path | None, kernels: bool, use_cache: bool,
+          offline: bool, progress: Callable[[str], None] | None = None,
+          ) -> tuple[ScanResult, Path | None, tuple[str, ...] | None]:
+    from guardscan.acquire import default_cache_dir
+    from guardscan.scan import ScanOptions, analyse
+
+    resolved = (cache_dir or default_cache_dir()).expanduser().resolve()
+    key = (target, tuple(a.name for a in archs), quantization, flashinfer, str(resolved),
+           kernels, use_cache, offline)
+    if key not in _SCANS:
+        analysis = analyse(ScanOptions(target=target, archs=archs, quantization=quantization,
+                                       kernels=kernels, flashinfer=flashinfer,
+                                       cache_dir=cache_dir, use_cache=use_cache,
+                                       offline=offline, progress=progress))
+        tree = analysis.tree
+        quant = (analysis.catalog.quantization.choices if analysis.catalog is not None
+                 and analysis.catalog.quantization is not None else None)
+        _SCANS[key] = (analysis.result, tree.root, quant)
+    return _SCANS[key]
+
+
+_DEFINED: dict[tuple[str, str], bool] = {}
+
+
+def tree_defines(root: Path, package: str, flag: str) -> bool:
+    """Whether the tree under ``root / package`` defines ``flag`` although the
+    backend catalog does not hold it (it has no finite choices): the flag as a
+    quoted string (``add_argument("--x-y", ...)``), or its dest as an annotated
+    class field (``x_y: A[...]``, the field form of SGLang 0.5.23)."""
+    key = (str(root / package), flag)
+    if key in _DEFINED:
+        return _DEFINED[key]
+    dest = flag.lstrip("-").replace("-", "_").encode()
+    quoted = (f'"{flag}"'.encode(), f"'{flag}'".encode())
+    field_line = re.compile(rb"^[ \t]+" + re.escape(dest) + rb"[ \t]*:[ \t]*[A-Za-z_]",
+                            re.MULTILINE)
+    found = False
+    for path in sorted((root / package).rglob("*.py")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if any(q in data for q in quoted) or (dest in data and field_line.search(data)):
+            found = True
+            break
+    _DEFINED[key] = found
+    return found
+
+
+def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
+              target: str | None = None, flashinfer: str | None = None, *,
+              cache_dir: Path | None = None, kernels: bool = True, use_cache: bool = True,
+              offline: bool = False,
+              progress: Callable[[str], None] | None = None) -> Preflight:
+    """Are the backend flags of this launch command safe to try on ``arch``?
+
+    ``argv``: the launch command or its flags alone (see :func:`parse_launch`).
+    ``arch``: any ``--arch`` spelling (``"sm120"``, ``"RTX PRO 6000"``,
+    ``"12.0"``), an ``Arch``, a list of them, or ``"auto"`` for this machine's
+    GPU (NVML, else nvidia-smi). ``target``: what ``guardscan TARGET`` takes;
+    None = the installed sglang. ``flashinfer``: the kernel library to pair
+    with (default: the one the target pins). The other keywords are those of
+    ``guardscan.scan`` (``progress`` is called with a few words per stage).
+
+    Raises ``ArchError`` (``LocalGPUError`` for ``"auto"`` without a GPU) and
+    ``AcquireError`` for an unusable target; every problem with the flags
+    themselves is in the answer's ``problems``.
+    """
+    from guardscan.scan import UnknownChoiceError
+
+    archs = _archs_of(arch)
+    launch = parse_launch(argv)
+    given_q = launch.last(QUANTIZATION_FLAG)
+    quantization = given_q.value if given_q is not None else None
+    choices: tuple[str, ...] | None = None
+    try:
+        result, root, choices = _scan(target, archs, quantization, flashinfer, cache_dir,
+                                      kernels, use_cache, offline, progress)
+    except UnknownChoiceError as exc:
+        if exc.flag != QUANTIZATION_FLAG:
+            raise
+        choices = exc.choices  # judged without it; the problem is reported
+        result, root, _ = _scan(target, archs, None, flashinfer, cache_dir, kernels,
+                                use_cache, offline, progress)
+    package = result.target.package
+    return judge_launch(
+        result, launch,
+        defined=(lambda flag: tree_defines(root, package, flag)) if root is not None else None,
+        quantization_choices=choices)
