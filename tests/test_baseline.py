@@ -192,7 +192,7 @@ def test_hook_manifest() -> None:
     import re
 
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
-    fields = dict(re.findall(r"^\s*-?\s*(\w+): (.+)$", text, re.M))
+    fields = dict(re.findall(r"^\s*-?\s*(\w+): (.+)$", text, re.MULTILINE))
     assert fields["id"] == "guardscan"
     assert fields["entry"] == "guardscan baseline --check"
     assert (fields["language"], fields["pass_filenames"], fields["require_serial"]) == \
