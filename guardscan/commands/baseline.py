@@ -58,11 +58,11 @@ unresolved guard; 2 bad usage, an unusable target, no or unreadable lock file.
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="guardscan baseline",
-        description="Record the verdicts of a tree in a lock file to review and commit "
-                    "(.guardscan.json: every option x choice x arch verdict with a "
-                    "fingerprint of its deciding line, no line numbers), or with --check "
-                    "scan again with the recorded settings and fail when a verdict got "
-                    "worse or a new arch guard cannot be resolved.",
+        description="Record the verdicts of a tree in a lock file to review and commit\n"
+                    "(.guardscan.json: each option x choice x arch verdict with a fingerprint\n"
+                    "of its deciding line, no line numbers). With --check (the pre-commit\n"
+                    "hook), scan again with the recorded settings and fail when a verdict\n"
+                    "got worse or a new arch guard cannot be resolved.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true",
                         help="compare a new scan with the lock file instead of writing it "
