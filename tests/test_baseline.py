@@ -39,6 +39,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return int(code), out, err
 
 
+def flat(text: str) -> str:
+    """The text with its line wrapping undone."""
+    return " ".join(text.split())
+
+
 def record(capsys: pytest.CaptureFixture[str], *extra: str) -> str:
     """A baseline of --moe-runner-backend on sm100 and sm120, SGLang-only unless
     ``extra`` names a --flashinfer."""
@@ -51,7 +56,8 @@ def record(capsys: pytest.CaptureFixture[str], *extra: str) -> str:
 
 def test_record_then_check_quiet(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = record(capsys)
-    assert out.startswith("guardscan: wrote .guardscan.json: sglang at sglang, SGLang-only")
+    assert flat(out).startswith("guardscan: wrote .guardscan.json: sglang at sglang kernels: "
+                                "none, SGLang-only verdicts (--no-kernels)")
     data = json.loads((repo / ".guardscan.json").read_text())
     assert data["settings"] == {"archs": ["sm100", "sm120"], "flashinfer": None,
                                 "kernels": False, "options": ["--moe-runner-backend"],
@@ -157,7 +163,7 @@ def test_flashinfer_explicit_and_installed(repo: Path, tmp_path: Path,
     lib = kernels / "flashinfer"
     (lib / "version.py").write_text('__version__ = "0.6.3"\n')
     out = record(capsys, "--flashinfer", str(lib))
-    assert "paired with flashinfer 0.6.3 (--flashinfer)" in out
+    assert "kernels: flashinfer 0.6.3, given by --flashinfer" in flat(out)
     data = json.loads((repo / ".guardscan.json").read_text())
     assert data["settings"]["flashinfer"] == {"kind": "path", "value": "../kernels/flashinfer"}
     assert data["kernels"] == {"package": "flashinfer", "paired": "--flashinfer",
@@ -169,7 +175,8 @@ def test_flashinfer_explicit_and_installed(repo: Path, tmp_path: Path,
                         lambda package: acquire(str(lib), package))
     code, out, _ = run(capsys, "--arch", "sm100,sm120", "--option", "--moe-runner-backend")
     assert code == 0
-    assert "paired with flashinfer 0.6.3 (the installed flashinfer, no pin in the tree" in out
+    assert ("kernels: flashinfer 0.6.3, the installed flashinfer (the tree pins none), "
+            "recorded by version") in flat(out)
     data = json.loads((repo / ".guardscan.json").read_text())
     assert data["settings"]["flashinfer"] == {"kind": "spec",
                                               "value": "flashinfer-python==0.6.3"}
@@ -181,8 +188,9 @@ def test_flashinfer_explicit_and_installed(repo: Path, tmp_path: Path,
     monkeypatch.setattr(guardscan.acquire.pairing, "acquire_installed", none_installed)
     code, out, _ = run(capsys, "--arch", "sm100,sm120", "--option", "--moe-runner-backend")
     assert code == 0
-    assert ("no FlashInfer paired (sglang (unknown version) declares no flashinfer-python "
-            "requirement and no installed flashinfer was found): SGLang-only verdicts") in out
+    assert ("kernels: no FlashInfer paired (sglang (unknown version) declares no "
+            "flashinfer-python requirement and no installed flashinfer was found): "
+            "SGLang-only verdicts") in flat(out)
     assert json.loads((repo / ".guardscan.json").read_text())["settings"]["kernels"] is False
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -224,42 +225,50 @@ def _write(path: Path, text: str) -> None:
 _NOT_READ = "kernel library not read: "
 
 _PAIRED = {
-    "pinned": "the version the tree pins; read again at each check",
-    "installed": "the installed flashinfer, no pin in the tree; recorded by version so the "
+    "pinned": "the version the tree pins, read again at each check",
+    "installed": "the installed flashinfer (the tree pins none), recorded by version so the "
                  "check pairs the same",
-    "--flashinfer": "--flashinfer",
+    "--flashinfer": "given by --flashinfer",
 }
 
 
 def _summary(lock: Lock, lock_path: Path, root: Path, notes: list[str], wanted_kernels: bool,
              no_kernels: bool, unchanged: bool) -> str:
     package, version = lock.target
-    where = os.path.relpath(root / package)
+    where = Path(os.path.relpath(root / package)).as_posix()
     what = f"{package} {version}" if version else package
     if lock.kernels is not None:
         kpackage, kversion, how = lock.kernels
-        kernels = (f"paired with {kpackage} {kversion or '(unknown version)'} "
-                   f"({_PAIRED.get(how, how)})")
+        kernels = (f"kernels: {kpackage} {kversion or '(unknown version)'}, "
+                   f"{_PAIRED.get(how, how)}")
     elif wanted_kernels:
         why = next((n for n in notes if n.startswith(_NOT_READ)), "")
         why = why.removeprefix(_NOT_READ).split(";", 1)[0]
-        kernels = (f"no FlashInfer paired ({why}): SGLang-only verdicts; pass --flashinfer "
-                   "SPEC to pair one")
+        kernels = (f"kernels: no FlashInfer paired ({why}): SGLang-only verdicts; pass "
+                   "--flashinfer SPEC to pair one")
     elif no_kernels:
-        kernels = "SGLang-only (--no-kernels)"
+        kernels = "kernels: none, SGLang-only verdicts (--no-kernels)"
     else:
-        kernels = "SGLang-only, as the lock file records (--flashinfer SPEC pairs one)"
+        kernels = ("kernels: none, SGLang-only verdicts, as the lock file records "
+                   "(--flashinfer SPEC pairs one)")
     counts = Counter(e.verdict.value for e in lock.entries)
     verdicts = ", ".join(f"{counts[v]} {v}" for v in
                          ("blocked", "unsupported", "supported", "unknown"))
     options = (", ".join(lock.settings.options) if lock.settings.options is not None
                else "every backend option")
     state = "unchanged" if unchanged else "wrote"
-    return (f"guardscan: {state} {lock_path}: {what} at {where}, {kernels}\n"
-            f"  {options} on {' '.join(lock.settings.archs)}: {len(lock.entries)} verdicts "
-            f"({verdicts}), {len(lock.unresolved)} unresolved guard(s)\n"
-            f"  review it (git diff {lock_path}) and commit it; the pre-commit hook "
-            "(guardscan baseline --check) fails on anything worse")
+    items = [
+        kernels,
+        (f"{options} on {' '.join(lock.settings.archs)}: {len(lock.entries)} verdicts "
+         f"({verdicts}), {len(lock.unresolved)} unresolved guard(s)"),
+        (f"review it (git diff {lock_path}) and commit it; the pre-commit hook (guardscan "
+         "baseline --check) fails on anything worse"),
+    ]
+    lines = [f"guardscan: {state} {lock_path}: {what} at {where}"]
+    for item in items:
+        lines.extend(textwrap.wrap(item, 100, initial_indent="  ", subsequent_indent="    ",
+                                   break_on_hyphens=False, break_long_words=False))
+    return "\n".join(lines)
 
 
 # -- guardscan baseline --check -------------------------------------------------------------
