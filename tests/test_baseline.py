@@ -103,6 +103,11 @@ def test_a_gate_that_blocks_fails_with_its_line(repo: Path,
     assert "note: 1 verdict(s) better than the baseline: --moe-runner-backend x on sm120" \
         in lines
     assert lines[-1].startswith("to accept: run `guardscan baseline`")
+    # -v: the change that fails nothing gets its own line, with where it is decided
+    code, out, _ = run(capsys, "--check", "-v")
+    assert code == ExitCode.FOUND
+    assert any(text.endswith("--moe-runner-backend x on sm120: blocked -> supported (better "
+                             "than the baseline)") for text in out.splitlines()), out
     # accepting: re-record with the lock's own settings, then the check passes
     code, out, _ = run(capsys)
     assert code == 0 and out.startswith("guardscan: wrote .guardscan.json")
