@@ -27,8 +27,13 @@ TARGET_HELP = (
     "sglang, found without importing it.")
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", nargs="?", default=None, help=TARGET_HELP)
+def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
+               target_help: str = TARGET_HELP) -> None:
+    """The target, arch, kernel and cache arguments; ``with_fail_on=False``
+    leaves out ``--fail-on`` for a subcommand whose exit status means
+    something else (``baseline --check``), ``target_help`` says what its
+    TARGET defaults to."""
+    parser.add_argument("target", nargs="?", default=None, help=target_help)
     parser.add_argument(
         "--arch", action="append", metavar="ARCH",
         help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
@@ -54,6 +59,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offline", action="store_true",
                         help="never call pip; use cached wheels only")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    if not with_fail_on:
+        return
     parser.add_argument("--fail-on", action="append", metavar="VERDICT",
                         choices=["blocked", "unsupported", "unknown", "supported"],
                         help="exit 1 when any judged choice has this verdict (for pre-flight "
