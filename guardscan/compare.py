@@ -173,12 +173,17 @@ def _choice_order(info: OptionInfo | None, found: Iterable[str]) -> list[str]:
     return list(dict.fromkeys([*order, *found]))
 
 
-def compare(old: ScanResult, new: ScanResult,
-            options: Sequence[str] | None = None) -> ResultDiff:
+def compare(old: ScanResult, new: ScanResult, options: Sequence[str] | None = None,
+            archs: Sequence[str] | None = None) -> ResultDiff:
     """What changed from ``old`` to ``new`` (see the module docstring); only the
     flags in ``options`` when given (``--moe-runner-backend`` or without the
-    dashes). Options are in NEW's order, then those only OLD has."""
-    archs = sorted(set(old.archs) & set(new.archs), key=arch_sort_key)
+    dashes), only the architectures in ``archs`` when given (names as the
+    results spell them, ``sm120``). Options are in NEW's order, then those only
+    OLD has."""
+    common = set(old.archs) & set(new.archs)
+    if archs is not None:
+        common &= set(archs)
+    archs = sorted(common, key=arch_sort_key)
     wanted = {o if o.startswith("--") else f"--{o}" for o in options} if options else None
     old_cells = _by_option(old, set(archs))
     new_cells = _by_option(new, set(archs))
@@ -193,17 +198,17 @@ def compare(old: ScanResult, new: ScanResult,
         diff = OptionDiff(option, status, old_infos.get(option), new_infos.get(option))
         before = old_cells.get(option, {})
         after = new_cells.get(option, {})
-        for choice in _choice_order(diff.new_info, after):
-            if choice not in before:
-                diff.added.append(ChoiceDiff(option, choice, _sorted(after[choice])))
-        for choice in _choice_order(diff.old_info, before):
-            if choice not in after:
-                diff.removed.append(ChoiceDiff(option, choice, _sorted(before[choice])))
-        for choice in _choice_order(diff.new_info, after):
-            if choice not in before:
+        old_choices = _choice_order(diff.old_info, before) if option in old_cells else []
+        new_choices = _choice_order(diff.new_info, after) if option in new_cells else []
+        diff.added = [ChoiceDiff(option, choice, _sorted(after.get(choice, ())))
+                      for choice in new_choices if choice not in old_choices]
+        diff.removed = [ChoiceDiff(option, choice, _sorted(before.get(choice, ())))
+                        for choice in old_choices if choice not in new_choices]
+        for choice in new_choices:
+            if choice not in old_choices:
                 continue
-            old_by_arch = {v.arch: v for v in before[choice]}
-            for verdict in _sorted(after[choice]):
+            old_by_arch = {v.arch: v for v in before.get(choice, ())}
+            for verdict in _sorted(after.get(choice, ())):
                 was = old_by_arch.get(verdict.arch)
                 if was is None:
                     continue

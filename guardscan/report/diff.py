@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import IO
 
 from guardscan.arch import ArchError, parse_arch
-from guardscan.compare import WORSE, CellChange, ChoiceDiff, OptionDiff, ResultDiff, fact_key
+from guardscan.compare import WORSE, CellChange, ChoiceDiff, OptionDiff, ResultDiff
 from guardscan.report.answer import deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, Evidence, PackageRef, Role, ScanResult, Verdict
 
@@ -109,9 +109,10 @@ def _reason(ev: Evidence, verdict: Verdict, room: int) -> str:
     return _cut(ev.note, room)
 
 
-def _side(label: str, verdict: BackendVerdict) -> list[str]:
+def _side(label: str, verdict: BackendVerdict, archs: Sequence[str] = ()) -> list[str]:
     """The lines for one side of a change: where its verdict is decided, or for
-    an ``unknown`` the last fact on its path (what fell short of deciding)."""
+    an ``unknown`` the last fact on its path (what fell short of deciding).
+    ``archs``: the architectures the entry stands for (the note names one)."""
     first = f"      {label}  "
     rest = " " * len(first)
     room = WIDTH - len(rest)
@@ -128,11 +129,23 @@ def _side(label: str, verdict: BackendVerdict) -> list[str]:
         reason = _undecided(ev, room)
     else:
         reason = _reason(ev, verdict.verdict, room)
-    where = f"{ev.path}:{ev.line}"
-    line = f"{head}{where}  {ev.text.strip()}"
-    out.append(line if len(line) <= WIDTH else f"{head}{where}")
-    out.extend(f"{rest}{part}" for part in reason.splitlines())
+    if len(archs) > 1:
+        reason = _ON_ARCH.sub(f"on {', '.join(archs)}", reason, count=1)
+    where = f"{head}{ev.path}:{ev.line}"
+    text = ev.text.strip()
+    room_for_text = WIDTH - len(where) - 2
+    if text and room_for_text >= 12:
+        text = text if len(text) <= room_for_text else text[:room_for_text - 3] + "..."
+        out.append(f"{where}  {text}")
+    else:
+        out.append(where)
+    out.extend(f"{rest}{part}" for part in textwrap.wrap(
+        reason.replace("\n", " "), width=room, max_lines=2, placeholder=" ...",
+        break_on_hyphens=False))
     return out
+
+
+_ON_ARCH = re.compile(r"\bon sm\d+\b")
 
 
 def _undecided(ev: Evidence, room: int) -> str:
@@ -152,8 +165,8 @@ def _cell_key(cell: CellChange) -> tuple[object, ...]:
     """What must agree for two architectures to share one entry."""
     return (cell.choice, cell.old.verdict, cell.new.verdict,
             _where(cell.old_deciding), _where(cell.new_deciding),
-            fact_key(cell.old.evidence[-1] if cell.old.evidence else None),
-            fact_key(cell.new.evidence[-1] if cell.new.evidence else None))
+            _where(cell.old.evidence[-1] if cell.old.evidence else None),
+            _where(cell.new.evidence[-1] if cell.new.evidence else None))
 
 
 def _where(ev: Evidence | None) -> tuple[str, int] | None:
@@ -179,8 +192,8 @@ def _changes(cells: list[CellChange], colour: bool) -> list[str]:
         new = _paint(cell.new.verdict.value, cell.new.verdict.value, colour)
         mark = {"worse": "  (worse)", "better": "  (better)"}.get(cell.direction, "")
         out.append(f"  changed  {cell.choice}  {', '.join(archs)}: {old} -> {new}{mark}")
-        out.extend(_side("old", cell.old))
-        out.extend(_side("new", cell.new))
+        out.extend(_side("old", cell.old, archs))
+        out.extend(_side("new", cell.new, archs))
     return out
 
 
@@ -188,9 +201,9 @@ def _new_reasons(cells: list[CellChange]) -> list[str]:
     out: list[str] = []
     for cell, archs in _grouped(cells):
         out.append(f"  reason   {cell.choice}  {', '.join(archs)}: still "
-                   f"{cell.new.verdict.value}, decided elsewhere")
-        out.extend(_side("old", cell.old))
-        out.extend(_side("new", cell.new))
+                   f"{cell.new.verdict.value}, decided by another fact")
+        out.extend(_side("old", cell.old, archs))
+        out.extend(_side("new", cell.new, archs))
     return out
 
 
@@ -225,10 +238,10 @@ def _avoid_lines(choices: Sequence[ChoiceDiff]) -> list[str]:
             ev = deciding_evidence(verdict)
             if ev is None:
                 continue
-            line = (f"           {choice.choice} {verdict.arch} {verdict.verdict.value}: "
-                    f"{ev.path}:{ev.line}  ")
-            reason = _reason(ev, verdict.verdict, WIDTH - len(line)).replace("\n", " ")
-            out.append(line + reason)
+            out.append(f"           {choice.choice}  {verdict.arch}: "
+                       f"{verdict.verdict.value}, {ev.path}:{ev.line}")
+            out.extend(f"             {part}" for part in
+                       _reason(ev, verdict.verdict, WIDTH - 13).splitlines())
     return out
 
 
