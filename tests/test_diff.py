@@ -251,8 +251,9 @@ def test_cli_json(run) -> None:  # type: ignore[no-untyped-def]
     assert code == 0
     data = json.loads(out)
     assert data["archs"] == ["sm120"]
-    assert (data["old"]["target"]["version"], data["new"]["target"]["version"]) == \
-        ("0.1.0", "0.2.0")
+    assert data["old"]["target"] == {"package": "sglang", "version": "0.1.0", "path": "sglang"}
+    assert data["new"]["target"] == {"package": "sglang", "version": "0.2.0", "path": "sglang"}
+    assert OLD not in out and NEW not in out  # no local path in the report
     changed = {(o["option"], c["choice"], c["arch"]): (c["old"]["verdict"], c["new"]["verdict"],
                                                        c["direction"])
                for o in data["options"] for c in o["changed"]}

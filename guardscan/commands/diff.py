@@ -37,10 +37,10 @@ FAIL_ON = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="guardscan diff",
-        description="Compare two targets, e.g. two releases: the choice x arch verdicts that "
-                    "changed, with the deciding line on each side, and the choices and options "
-                    "added and removed. A cell whose verdict stayed is not a change, however "
-                    "far its lines moved.",
+        description="Compare two targets, e.g. two releases: the choice x arch verdicts that\n"
+                    "changed, with the deciding line on each side, and the choices and options\n"
+                    "added and removed. A cell whose verdict stayed is not a change, however\n"
+                    "far its lines moved. Each side pairs with the FlashInfer it pins.",
         epilog="examples:\n"
                "  guardscan diff sglang==0.5.9 sglang==0.5.23 --arch sm120\n"
                "  guardscan diff sglang==0.5.9 ./sglang --arch H100,B200 --format json\n"

@@ -21,6 +21,7 @@ from typing import IO
 from guardscan.arch import ArchError, parse_arch
 from guardscan.compare import WORSE, CellChange, ChoiceDiff, OptionDiff, ResultDiff
 from guardscan.report.answer import deciding_evidence, describe_fact, short_reason
+from guardscan.report.json_ import portable
 from guardscan.results import BackendVerdict, Evidence, PackageRef, Role, ScanResult, Verdict
 
 __all__ = ["WIDTH", "diff_json", "render_diff_text"]
@@ -131,6 +132,9 @@ def _side(label: str, verdict: BackendVerdict, archs: Sequence[str] = ()) -> lis
         reason = _reason(ev, verdict.verdict, room)
     if len(archs) > 1:
         reason = _ON_ARCH.sub(f"on {', '.join(archs)}", reason, count=1)
+    if len(head) + len(ev.path) + 8 > WIDTH:  # a cut path is no use: on a line of its own
+        out.append(head.rstrip())
+        head = rest
     where = f"{head}{ev.path}:{ev.line}"
     text = ev.text.strip()
     room_for_text = WIDTH - len(where) - 2
@@ -348,7 +352,7 @@ def _choice_json(choice: ChoiceDiff) -> dict[str, object]:
 
 
 def _side_json(result: ScanResult) -> dict[str, object]:
-    return {"target": result.target.to_json(), "kernels": [k.to_json() for k in result.kernels],
+    return {"target": portable(result.target), "kernels": [portable(k) for k in result.kernels],
             "notes": list(result.notes)}
 
 
