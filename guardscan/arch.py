@@ -26,6 +26,7 @@ from importlib import resources
 from typing import Any
 
 __all__ = [
+    "FAR_FUTURE",
     "Arch",
     "ArchError",
     "ArchInfo",
@@ -191,6 +192,12 @@ def suggest(text: str, limit: int = 3) -> tuple[str, ...]:
             found = [spelled[m] for m in difflib.get_close_matches(
                 _normalise_name(raw), list(spelled), n=limit, cutoff=0.6)]
     return tuple(found[:limit])
+
+
+#: A capability no GPU has: a condition that holds there names no arch (a
+#: deny-list, an ``else`` after tests of older archs), so it is no claim of
+#: support for the archs it lets through.
+FAR_FUTURE = Arch(42, 0)
 
 
 def standard_archs() -> list[Arch]:

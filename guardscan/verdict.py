@@ -78,7 +78,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from guardscan.arch import Arch, standard_archs
+from guardscan.arch import FAR_FUTURE, Arch, standard_archs
 from guardscan.index import Index
 from guardscan.index.observe import Read
 from guardscan.link import (
@@ -546,11 +546,15 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                                 positive, caveats, conditions, values)
             elif finding.kind == FindingKind.DEFAULT and finding.choice == choice:
                 dctx = Context(arch=arch, quantization=quantization)
+                # a default for "every arch but these" (an ``else`` after a
+                # test of older archs) holds on a far-future arch too: it
+                # names no arch, like a check that rejects one arch only
                 if possible(finding.condition, dctx) and mentions_capability(
                         finding.condition) and any(
                         not possible(finding.condition, Context(arch=o,
                                                                 quantization=quantization))
-                        for o in all_archs):
+                        for o in all_archs) and not possible(
+                        finding.condition, Context(arch=FAR_FUTURE, quantization=quantization)):
                     positive.extend(_finding_evidence(
                         index, finding, Role.DEFAULT,
                         f"{option.flag} auto resolves to {choice} when "

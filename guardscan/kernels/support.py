@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from guardscan.arch import Arch
+from guardscan.arch import FAR_FUTURE, Arch
 from guardscan.kernels.callgraph import Edge
 from guardscan.kernels.conditions import BACKEND_OPTION
 from guardscan.kernels.jit_spec import FETCHED
@@ -60,9 +60,9 @@ __all__ = ["FAR_FUTURE", "MAX_DEPTH", "Outcome", "SupportSolver", "deny_list"]
 MAX_DEPTH = 64
 #: Caveats kept per function (the first ones, in call-line order).
 MAX_CAVEATS = 16
-#: A capability no GPU has: a raising check that lets it through rejects a
-#: list of archs rather than admitting one (a deny-list).
-FAR_FUTURE = Arch(42, 0)
+#: A capability no GPU has (``guardscan.arch.FAR_FUTURE``): a raising check
+#: that lets it through rejects a list of archs rather than admitting one (a
+#: deny-list).
 #: The kinds whose TRUE can come from a check that passes (a raise not reached).
 _RAISING_KINDS = frozenset({"check", "dispatch"})
 #: The kinds that declare capabilities (and may override a JIT spec's exclusion).
