@@ -546,19 +546,25 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                                 positive, caveats, conditions, values)
             elif finding.kind == FindingKind.DEFAULT and finding.choice == choice:
                 dctx = Context(arch=arch, quantization=quantization)
-                # a default for "every arch but these" (an ``else`` after a
-                # test of older archs) holds on a far-future arch too: it
-                # names no arch, like a check that rejects one arch only
                 if possible(finding.condition, dctx) and mentions_capability(
                         finding.condition) and any(
                         not possible(finding.condition, Context(arch=o,
                                                                 quantization=quantization))
-                        for o in all_archs) and not possible(
-                        finding.condition, Context(arch=FAR_FUTURE, quantization=quantization)):
-                    positive.extend(_finding_evidence(
-                        index, finding, Role.DEFAULT,
-                        f"{option.flag} auto resolves to {choice} when "
-                        f"{finding.condition.describe()}"))
+                        for o in all_archs):
+                    where = (f"{option.flag} auto resolves to {choice} when "
+                             f"{finding.condition.describe()}")
+                    if possible(finding.condition,
+                                Context(arch=FAR_FUTURE, quantization=quantization)):
+                        # a default for "every arch but these" (an ``else``
+                        # after tests of older archs) holds on a far-future
+                        # arch too: it names no arch, like a check that
+                        # rejects some archs only; shown, but no support
+                        caveats.extend(_finding_evidence(
+                            index, finding, Role.DEFAULT,
+                            f"{where}; a fallback for every arch it does not test: "
+                            "not a support claim"))
+                    else:
+                        positive.extend(_finding_evidence(index, finding, Role.DEFAULT, where))
             elif finding.kind == FindingKind.IMPORT:
                 if finding.condition.evaluate(ctx) is Tri.TRUE:
                     blocking.extend(_finding_evidence(

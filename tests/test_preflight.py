@@ -124,7 +124,8 @@ def test_the_same_choice_is_fine_where_the_gate_admits_it(result: ScanResult) ->
 
 @pytest.mark.parametrize(("arch", "becomes", "verdict"), [
     ("sm100", "flashinfer_trtllm", Verdict.SUPPORTED),
-    ("sm120", "triton", Verdict.SUPPORTED),
+    # the fallback for every arch but SM100: what auto becomes, but no claim
+    ("sm120", "triton", Verdict.UNKNOWN),
 ])
 def test_auto_is_judged_as_what_it_becomes(result: ScanResult, arch: str, becomes: str,
                                            verdict: Verdict) -> None:
@@ -135,7 +136,10 @@ def test_auto_is_judged_as_what_it_becomes(result: ScanResult, arch: str, become
     assert check.shown == f"auto -> {becomes}"
     server_args = fixture(TREE) / "sglang/srt/server_args.py"
     line = line_of(server_args, f'self.moe_runner_backend = "{becomes}"')
-    assert check.where == f"sglang/srt/server_args.py:{line}"
+    if verdict is Verdict.SUPPORTED:
+        assert check.where == f"sglang/srt/server_args.py:{line}"
+    else:
+        assert check.where is None
 
 
 def test_auto_with_several_candidates_is_not_guessed(result: ScanResult) -> None:
@@ -271,7 +275,7 @@ def test_preflight_with_an_unknown_quantization_judges_without_it(
     [problem] = answer.problems
     assert (problem.code, problem.suggestions[0]) == ("unknown-choice", "modelopt_fp4")
     assert answer.quantization == "modelopt_fp" and answer.result.quantization is None
-    assert [c.verdict for c in answer.given()] == [Verdict.SUPPORTED]
+    assert [(c.judged, c.verdict) for c in answer.given()] == [("triton", Verdict.UNKNOWN)]
 
 
 def test_preflight_under_a_quantization(fresh_memo: None, tmp_path: Path) -> None:

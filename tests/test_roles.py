@@ -142,8 +142,14 @@ def test_import_guard_is_not_also_a_select() -> None:
 def test_default_is_support_evidence() -> None:
     result = scan("roles_default")
     check_row(result, "x", "UUUUSSUUU")
-    # the else branch: auto resolves to triton wherever is_sm100_supported() is false
-    check_row(result, "triton", "SSSSUUSSS")
+    # the else branch: auto resolves to triton wherever is_sm100_supported() is
+    # false, a far-future arch included: shown, but no claim of support
+    check_row(result, "triton", "UUUUUUUUU")
+    fallback = next(e for e in verdict_of(result, "triton", "sm90").evidence
+                    if e.role == "default")
+    assert (fallback.path, fallback.line) == at(
+        "roles_default", SERVER_ARGS, 'self.moe_runner_backend = "triton"')
+    assert "not a support claim" in fallback.note
     check_row(result, "auto", "UUUUUUUUU")
     assign = at("roles_default", SERVER_ARGS, 'self.moe_runner_backend = "x"')
     guard = at("roles_default", SERVER_ARGS, "if is_sm100_supported():")
