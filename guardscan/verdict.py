@@ -35,7 +35,9 @@ unsupported
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
     admits this architecture while it rejects others; ``auto`` resolves to the
-    choice under a device condition that holds here; or the kernels on the
+    choice under a device condition that holds here and names the arch (a
+    fallback for every arch the code does not test, one that would hold on a
+    far-future GPU too, is shown but is no claim); or the kernels on the
     path admit it: no call excludes it or leaves it undecided (a check that
     only rejects other archs decides nothing), and a call specific to the
     choice declares it. A helper never supports on its own: a call that code
