@@ -34,7 +34,9 @@ unsupported
     layout, shuffle or quantize step) excludes like any other call.
 supported
     Not blocked or unsupported, and positive evidence: the choice's own gate
-    admits this architecture while it rejects others; ``auto`` resolves to the
+    (one that raises because of an option value of this choice, not a
+    method's requirement that only exempts other choices) admits this
+    architecture while it rejects others; ``auto`` resolves to the
     choice under a device condition that holds here and names the arch (a
     fallback for every arch the code does not test, one that would hold on a
     far-future GPU too, is shown but is no claim); or the kernels on the
@@ -796,12 +798,27 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
             guards=False))
         return
-    # the gate lets this arch through: positive evidence when it stops others
+    # the gate lets this arch through: positive evidence when it stops others,
+    # and raises because of this choice (a method's requirement that exempts
+    # some choices, ``if not is_blackwell() and not marlin: raise``, says
+    # nothing of the others' kernels)
     if value is Tri.FALSE and values.mentions(cond) and any(
-            values(cond, other) is Tri.TRUE for other in all_archs if other != arch):
+            values(cond, other) is Tri.TRUE for other in all_archs if other != arch) \
+            and _raises_for(cond, values.context(arch)):
         positive.extend(_finding_evidence(
             index, finding, Role.GATE, f"admits {arch.name}: raises only when "
             f"{cond.describe()}"))
+
+
+def _raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
+    """Whether ``cond`` (a gate's failure condition) holds partly because of
+    an option value of ``ctx``: an option test that is TRUE there and that
+    makes the gate more likely to raise (not under an odd number of ``not``)."""
+    if isinstance(cond, (And, Or)):
+        return any(_raises_for(item, ctx, positive) for item in cond.items)
+    if isinstance(cond, Not):
+        return _raises_for(cond.item, ctx, not positive)
+    return positive and isinstance(cond, OptionIs) and cond.evaluate(ctx) is Tri.TRUE
 
 
 def _dedupe_keep_last(chain: list[Evidence]) -> list[Evidence]:
