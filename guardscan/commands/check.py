@@ -13,11 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from guardscan.arch import ArchError
-from guardscan.commands.common import TARGET_HELP, UsageError, clear_progress, progress
+from guardscan.commands.common import (
+    TARGET_HELP,
+    UsageError,
+    add_cache_args,
+    add_flashinfer,
+    clear_progress,
+    progress,
+)
 from guardscan.results import ExitCode
 
 if TYPE_CHECKING:
@@ -60,20 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the architecture to launch on: sm120, sm_120a, 12.0, a GPU name (H100, B200, "
              "'RTX PRO 6000', GB10), or auto: this machine's GPU, read with NVML "
              "(libnvidia-ml.so.1) or nvidia-smi (default: auto)")
-    parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
-                        help="kernel library to pair with (default: the version the target "
-                             "pins, else the installed flashinfer)")
+    add_flashinfer(parser)
     parser.add_argument("--no-kernels", action="store_true",
                         help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="cache for downloads and parsed facts (default: "
-                             "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
-                             "~/.cache/guardscan)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the cache of facts, results and kernel "
-                             "answers (downloads are still cached)")
-    parser.add_argument("--offline", action="store_true",
-                        help="never call pip; use cached wheels only")
+    add_cache_args(parser)
     parser.add_argument("--format", default="text", choices=["text", "json"],
                         help="output format (default: text; json: the Preflight answer, "
                              "see docs/check.md)")

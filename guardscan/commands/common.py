@@ -17,8 +17,20 @@ from typing import IO
 from guardscan.arch import ArchError, local_archs, parse_arch_list, standard_archs
 from guardscan.results import BackendVerdict, ExitCode
 
-__all__ = ["TARGET_HELP", "UsageError", "add_common", "analyse_args", "clear_progress",
-           "colour", "fail_on", "is_terminal", "progress", "scan_options"]
+__all__ = [
+    "TARGET_HELP",
+    "UsageError",
+    "add_cache_args",
+    "add_common",
+    "add_flashinfer",
+    "analyse_args",
+    "clear_progress",
+    "colour",
+    "fail_on",
+    "is_terminal",
+    "progress",
+    "scan_options",
+]
 
 TARGET_HELP = (
     "what to scan: an SGLang checkout (repo root or the sglang package dir), a wheel "
@@ -46,9 +58,26 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
              "SGLang (its gates count, other methods' do not)")
     parser.add_argument("--no-kernels", action="store_true",
                         help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
+    add_flashinfer(parser)
+    add_cache_args(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    if not with_fail_on:
+        return
+    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
+                        choices=["blocked", "unsupported", "unknown", "supported"],
+                        help="exit 1 when any judged choice has this verdict (for pre-flight "
+                             "checks and hooks); repeatable")
+
+
+def add_flashinfer(parser: argparse.ArgumentParser) -> None:
+    """``--flashinfer``: the kernel library to pair the target with."""
     parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
                         help="kernel library to pair with (default: the version the target "
                              "pins, else the installed flashinfer)")
+
+
+def add_cache_args(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir``, ``--no-cache`` and ``--offline``, as every command has them."""
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
                         help="cache for downloads and parsed facts (default: "
                              "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
@@ -58,13 +87,6 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
                              "kernel answers (downloads are still cached)")
     parser.add_argument("--offline", action="store_true",
                         help="never call pip; use cached wheels only")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    if not with_fail_on:
-        return
-    parser.add_argument("--fail-on", action="append", metavar="VERDICT",
-                        choices=["blocked", "unsupported", "unknown", "supported"],
-                        help="exit 1 when any judged choice has this verdict (for pre-flight "
-                             "checks and hooks); repeatable")
 
 
 class UsageError(Exception):

@@ -17,10 +17,16 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from guardscan.acquire import AcquireError
-from guardscan.commands.common import TARGET_HELP, UsageError, clear_progress, colour, scan_options
+from guardscan.commands.common import (
+    TARGET_HELP,
+    UsageError,
+    add_cache_args,
+    clear_progress,
+    colour,
+    scan_options,
+)
 from guardscan.results import ExitCode, ScanResult
 
 __all__ = ["FAIL_ON", "build_parser", "run"]
@@ -79,12 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 1 when the diff has this: " + "; ".join(
                             f"{name}: {what}" for name, what in FAIL_ON.items())
                         + "; repeatable")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="cache for downloads and parsed facts (default as for the scan)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the cache of facts and results")
-    parser.add_argument("--offline", action="store_true",
-                        help="never call pip; use cached wheels only")
+    add_cache_args(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return parser
 

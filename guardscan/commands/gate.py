@@ -15,7 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from guardscan.commands.common import TARGET_HELP, UsageError, analyse_args
+from guardscan.commands.common import (
+    TARGET_HELP,
+    UsageError,
+    add_cache_args,
+    add_flashinfer,
+    analyse_args,
+)
 from guardscan.results import ExitCode
 
 if TYPE_CHECKING:
@@ -47,18 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only these options (repeatable; default: every backend option)")
     parser.add_argument("--write", action="store_true",
                         help="edit the files in place (TARGET must be a checkout directory)")
-    parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
-                        help="kernel library to pair with (default: the version the target "
-                             "pins, else the installed flashinfer)")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
-                        help="cache for downloads and parsed facts (default: "
-                             "$GUARDSCAN_CACHE_DIR, $XDG_CACHE_HOME/guardscan or "
-                             "~/.cache/guardscan)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the cache of facts, results and kernel "
-                             "answers (downloads are still cached)")
-    parser.add_argument("--offline", action="store_true",
-                        help="never call pip; use cached wheels only")
+    add_flashinfer(parser)
+    add_cache_args(parser)
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress and no summary on stderr")
     return parser
