@@ -203,8 +203,7 @@ class Gates:
                     done.add(atom.option)
                     link = Hop(rel, facts.cond(signed).line, HopRole.LINK, atom.describe())
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
-                                     not call.args and not call.kwargs and call in returned
-                                     and self._for_choice(cond, atom.option))
+                                     call in returned and self._for_choice(cond, atom.option))
 
     @staticmethod
     def _for_choice(path: Predicate, dest: str) -> bool:
