@@ -316,3 +316,34 @@ def test_conditions_that_only_block_still_leave_the_choice_excluded() -> None:
     assert _still_excluded(blocked_more) and not _still_excluded(could_run)
     assert _excluded([blocked_more, could_run, verdict("sm90", Verdict.BLOCKED),
                       verdict("sm100", Verdict.SUPPORTED)]) == {"sm120", "sm90"}
+
+
+def test_a_version_validating_in_module_level_hooks_is_gated_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fields without methods (SGLang 0.5.2x's structs), validated by a hook
+    function: the check goes before the hook's first check on the option,
+    with the hook's own name for the arguments, and a rescan says blocked."""
+    copy = tmp_path / "gate_hook"
+    shutil.copytree(fixture("gate_hook"), copy)
+    hook = "sglang/srt/arg_groups/moe_hook.py"
+    before = (copy / hook).read_text(encoding="utf-8")
+    # fp4 has no check anywhere to stand beside: named, exit 1; moe is written
+    assert main(_fixture_args(copy, "--arch", "sm120", "--write")) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"{hook}: 1 check(s) added\n"
+    assert "--fp4-gemm-backend flashinfer_trtllm: no place for a check" in captured.err
+    after = (copy / hook).read_text(encoding="utf-8")
+    added = "".join(_only_inserted(before, after))
+    assert 'if view.moe_runner_backend == "flashinfer_trtllm" and is_sm120_supported():' in added
+    check = line_of(copy / hook, 'view.moe_runner_backend == "flashinfer_trtllm" and')
+    assert line_of(copy / hook, "view = resolved_view(server_args)") < check < line_of(
+        copy / hook, 'if view.moe_runner_backend == "flashinfer_cutlass"')
+
+    result = analyse(ScanOptions(target=str(copy), flashinfer=str(copy / "flashinfer"),
+                                 use_cache=False, offline=True, cache_dir=tmp_path / "c")).result
+    verdict = _verdict(result, "--moe-runner-backend", "flashinfer_trtllm", "sm120")
+    deciding = deciding_evidence(verdict)
+    assert verdict.verdict.value == "blocked" and deciding is not None
+    assert (deciding.path, deciding.line) == (hook, check + 1)
+    assert _verdict(result, "--moe-runner-backend", "flashinfer_trtllm",
+                    "sm100").verdict.value == "supported"

@@ -12,10 +12,16 @@ in SGLang 0.5.9's ``ServerArgs``):
 2. else the class's validation method: a method taking only ``self``, called
    somewhere in the tree, holding the most ``raise`` / ``assert`` statements
    (``check_server_args``); the check goes at its top;
-3. else ``__post_init__``, at its top.
+3. else ``__post_init__``, at its top;
+4. else, where a version validates its arguments in module-level hook
+   functions (SGLang 0.5.2x's ``arg_groups/*_hook.py``, whose options are
+   fields of structs without methods): the function with most top-level
+   statements that test ``<name>.<dest>`` (``view.moe_runner_backend``) and
+   raise or assert under it, just before the first of them, with the same
+   ``<name>``.
 
-When no class declares the field, or it has none of these methods, there is
-no place, and the reason says what was looked for.
+When none of these is found, there is no place, and the reason says what was
+looked for.
 """
 
 from __future__ import annotations
@@ -44,7 +50,13 @@ class Placement:
 
     @property
     def scope(self) -> str:
-        return f"{self.cls}.{self.method}"
+        return f"{self.cls}.{self.method}" if self.cls else self.method
+
+    @property
+    def depth(self) -> int:
+        """How many blocks deep the check is written: a method's body, or a
+        module-level function's."""
+        return 2 if self.cls else 1
 
 
 def _parse(index: Index, rel: str) -> ast.Module | None:
@@ -124,12 +136,50 @@ def _called(index: Index, name: str) -> bool:
     return bool(index.grep([f".{name}()"]))
 
 
+def _name_checks(function: ast.FunctionDef, dest: str) -> list[tuple[ast.stmt, str]]:
+    """Top-level statements of a function that test ``<name>.<dest>`` and
+    raise or assert under that test, with the name."""
+    out: list[tuple[ast.stmt, str]] = []
+    for stmt in function.body:
+        if not isinstance(stmt, (ast.If, ast.Assert)) or not _fails(stmt):
+            continue
+        names = [n.value.id for n in ast.walk(stmt.test) if isinstance(n, ast.Attribute)
+                 and n.attr == dest and isinstance(n.value, ast.Name)]
+        if names:
+            out.append((stmt, names[0]))
+    return out
+
+
+def _hook_placement(index: Index, option: OptionInfo) -> Placement | None:
+    """The module-level function that checks the option most (rule 4)."""
+    best: tuple[int, str, int, ast.FunctionDef, ast.stmt, str] | None = None
+    for rel in sorted(index.grep([f".{option.dest}"])):
+        module = _parse(index, rel)
+        if module is None:
+            continue
+        for stmt in module.body:
+            if not isinstance(stmt, ast.FunctionDef):
+                continue
+            checks = _name_checks(stmt, option.dest)
+            if checks and (best is None or len(checks) > best[0]):
+                best = (len(checks), rel, stmt.lineno, stmt, *checks[0])
+    if best is None:
+        return None
+    count, rel, _, function, first, name = best
+    return Placement(rel, "", function.name, first.lineno, name,
+                     f"{function.name} ({rel}) holds {count} check(s) on {option.flag}")
+
+
 def find_placement(index: Index, option: OptionInfo) -> Placement | str:
     """Where a check on ``option`` goes, or why there is no such place."""
     found = _declaring_class(index, option)
     if found is None:
-        return (f"no place for a check: no class declares the field {option.dest} (looked "
-                f"in {option.path} and the files that read .{option.dest})")
+        hook = _hook_placement(index, option)
+        if hook is not None:
+            return hook
+        return (f"no place for a check: no class declares the field {option.dest} and no "
+                f"function checks .{option.dest} (looked in {option.path} and the files "
+                f"that read .{option.dest})")
     rel, cls = found
     methods = _instance_methods(cls)
     checking = [(len(checks), -m.lineno, m, instance, checks[0])
@@ -153,5 +203,9 @@ def find_placement(index: Index, option: OptionInfo) -> Placement | str:
         if method.name == "__post_init__":
             return Placement(rel, cls.name, method.name, _first_statement(method).lineno,
                              instance, f"no validation method in {cls.name}: __post_init__")
+    hook = _hook_placement(index, option)
+    if hook is not None:
+        return hook
     return (f"no place for a check: {cls.name} ({rel}) declares {option.dest} but has no "
-            "method that checks it, no validation method and no __post_init__")
+            "method that checks it, no validation method and no __post_init__, and no "
+            f"function checks .{option.dest}")

@@ -87,10 +87,14 @@ class _InsertChecks(cst.CSTTransformer):
         super().__init__()
         self.groups = groups
         self.classes: list[str] = []
+        self.functions = 0
         self.done: set[tuple[str, str, int]] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions += 1
 
     def leave_ClassDef(self, original_node: cst.ClassDef,
                        updated_node: cst.ClassDef) -> cst.ClassDef:
@@ -99,9 +103,13 @@ class _InsertChecks(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        if len(self.classes) != 1 or not isinstance(updated_node.body, cst.IndentedBlock):
+        self.functions -= 1
+        # a method of a top-level class, or a module-level function
+        top = (len(self.classes) == 1 and self.functions == 0) or \
+            (not self.classes and self.functions == 0)
+        if not top or not isinstance(updated_node.body, cst.IndentedBlock):
             return updated_node
-        cls, method = self.classes[0], original_node.name.value
+        cls, method = (self.classes[0] if self.classes else ""), original_node.name.value
         wanted = {line: stmts for (c, m, line), stmts in self.groups.items()
                   if (c, m) == (cls, method)}
         if not wanted:
@@ -184,7 +192,7 @@ def apply_checks(source: str, checks: Sequence[Check]) -> str:
     groups: dict[tuple[str, str, int], list[cst.BaseStatement]] = {}
     for check in checks:
         place = check.placement
-        text = check_source(check, indent, 2, module.default_newline)
+        text = check_source(check, indent, place.depth, module.default_newline)
         statement = cst.parse_statement(text, config=module.config_for_parsing)
         groups.setdefault((place.cls, place.method, place.line), []).append(statement)
     transformer = _InsertChecks(groups)
@@ -192,7 +200,8 @@ def apply_checks(source: str, checks: Sequence[Check]) -> str:
     missing = set(groups) - transformer.done
     if missing:
         cls, method, line = min(missing)
-        raise ValueError(f"no statement at line {line} of {cls}.{method}: the file changed "
+        where = f"{cls}.{method}" if cls else method
+        raise ValueError(f"no statement at line {line} of {where}: the file changed "
                          "since it was scanned")
     imports = sorted({(c.guard.module, c.guard.name) for c in checks if c.guard.module})
     if imports:
