@@ -31,6 +31,7 @@ __all__ = [
     "ArchError",
     "ArchInfo",
     "known_archs",
+    "local_answer",
     "local_archs",
     "parse_arch",
     "parse_arch_list",
@@ -253,9 +254,16 @@ def local_archs(timeout: float = 10.0) -> tuple[list[Arch], str]:
             found.add(_by_capability()[capability].arch)
         else:
             unknown.append(line)
+    return local_answer(found, unknown, "nvidia-smi", "nvidia-smi found no GPU")
+
+
+def local_answer(found: set[Arch], unknown: list[str], source: str,
+                 nothing: str) -> tuple[list[Arch], str]:
+    """What a probe of the local GPUs (``source``: nvidia-smi, NVML) comes to:
+    the archs found, and how, or none and why (``nothing`` when it saw no GPU)."""
     if not found:
         if unknown:
-            return [], f"nvidia-smi reports compute capability {', '.join(unknown)}, not known"
-        return [], "nvidia-smi found no GPU"
+            return [], f"{source} reports compute capability {', '.join(unknown)}, not known"
+        return [], nothing
     archs = sorted(found)
-    return archs, f"the local GPU{'s' if len(archs) > 1 else ''} (nvidia-smi)"
+    return archs, f"the local GPU{'s' if len(archs) > 1 else ''} ({source})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from guardscan.arch import Arch, known_archs, local_archs
+from guardscan.arch import Arch, known_archs, local_answer, local_archs
 
 __all__ = ["NVML_LIBRARY", "detect_archs", "nvml_archs"]
 
@@ -73,12 +73,7 @@ def _read_devices(nvml: Any) -> tuple[list[Arch], str]:
             unknown.append(f"{major.value}.{minor.value}")
         else:
             found.add(arch)
-    if not found:
-        if unknown:
-            return [], f"NVML reports compute capability {', '.join(unknown)}, not known"
-        return [], "NVML could not read a GPU's compute capability"
-    archs = sorted(found)
-    return archs, f"the local GPU{'s' if len(archs) > 1 else ''} (NVML)"
+    return local_answer(found, unknown, "NVML", "NVML could not read a GPU's compute capability")
 
 
 def detect_archs() -> tuple[list[Arch], str]:

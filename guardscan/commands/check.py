@@ -115,18 +115,13 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
            arch_asked: str | None = None) -> None:
     """The text answer: a head line, one line per option the command sets (and
     per default worth a look), the ignored flags, and the outcome."""
-    from guardscan.arch import parse_arch
+    from guardscan.report.answer import arch_label
 
     result = answer.result
     archs = list(result.archs)
     what = " ".join(p for p in (result.target.package, result.target.version) if p)
     kernels = ", ".join(" ".join(p for p in (k.package, k.version) if p) for k in result.kernels)
-    on = []
-    for name in archs:
-        gpus = parse_arch(name).info
-        names = ", ".join(gpus.gpus[:2]) + (", ..." if len(gpus.gpus) > 2 else "") \
-            if gpus is not None and gpus.gpus else ""
-        on.append(f"{name} ({names})" if names else name)
+    on = [arch_label(name) for name in archs]
     local = " (the local GPU)" if arch_asked and arch_asked.strip().lower() == "auto" else ""
     head = f"guardscan check: {what}" + (f" with {kernels}" if kernels else "") + \
         f", on {' '.join(on)}{local}"

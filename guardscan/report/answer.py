@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from guardscan.arch import ArchError, parse_arch
@@ -36,6 +36,8 @@ __all__ = [
     "ArchGroup",
     "OptionAnswer",
     "answers",
+    "arch_label",
+    "arch_names",
     "arch_sort_key",
     "caveats",
     "deciding_evidence",
@@ -150,6 +152,25 @@ def describe_fact(ev: Evidence, verdict: Verdict) -> tuple[str, str]:
                 "moderate: SGLang's own check lets it through")
     return _ROLE_FACTS.get(ev.role, (f"a {ev.role} line", "as the note says"))
 
+
+
+def arch_label(name: str) -> str:
+    """``sm120 (RTX PRO 6000, RTX 5090, ...)``: an arch with its first GPU names
+    (the name alone when the data file knows none)."""
+    try:
+        info = parse_arch(name).info
+    except ArchError:
+        info = None
+    if info is None or not info.gpus:
+        return name
+    return f"{name} ({', '.join(info.gpus[:2])}{', ...' if len(info.gpus) > 2 else ''})"
+
+
+def arch_names(archs: Sequence[str], none: str = "no architecture") -> str:
+    """A report header's archs: one with its GPU names, several by name only."""
+    if len(archs) != 1:
+        return " ".join(archs) if archs else none
+    return arch_label(archs[0])
 
 @dataclass(frozen=True, slots=True)
 class Avoid:

@@ -18,15 +18,19 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import IO
 
-from guardscan.arch import ArchError, parse_arch
 from guardscan.compare import WORSE, CellChange, ChoiceDiff, OptionDiff, ResultDiff
-from guardscan.report.answer import deciding_evidence, describe_fact, short_reason
+from guardscan.report.answer import (
+    arch_names,
+    deciding_evidence,
+    describe_fact,
+    short_reason,
+)
 from guardscan.report.json_ import portable
+from guardscan.report.text import WIDTH, wrap
 from guardscan.results import BackendVerdict, Evidence, PackageRef, Role, ScanResult, Verdict
 
 __all__ = ["WIDTH", "diff_json", "render_diff_text"]
 
-WIDTH = 100
 #: JSON schema version of ``guardscan diff --format json`` (docs/diff.md)
 SCHEMA = 1
 
@@ -38,11 +42,6 @@ _DIRECTION_ORDER = {WORSE: 0, "better": 1, "other": 2}
 def _paint(text: str, what: str, colour: bool) -> str:
     code = _COLOURS.get(what)
     return f"\033[{code}m{text}\033[0m" if colour and code else text
-
-
-def _wrap(text: str, first: str, rest: str) -> list[str]:
-    return textwrap.wrap(text, width=WIDTH, initial_indent=first, subsequent_indent=rest,
-                         break_on_hyphens=False, break_long_words=True) or [first.rstrip()]
 
 
 _TIER = re.compile(r"\((tier [abc])[^()]*\)")
@@ -69,32 +68,20 @@ def _ref(ref: PackageRef) -> str:
     return f"{ref.package} {ref.version or '(version unknown)'}"
 
 
-def _arch_names(archs: Sequence[str]) -> str:
-    if len(archs) != 1:
-        return " ".join(archs) if archs else "no common architecture"
-    try:
-        info = parse_arch(archs[0]).info
-    except ArchError:
-        info = None
-    if info is None or not info.gpus:
-        return archs[0]
-    gpus = ", ".join(info.gpus[:2]) + (", ..." if len(info.gpus) > 2 else "")
-    return f"{archs[0]} ({gpus})"
-
-
 def _header(diff: ResultDiff, arch_source: str | None) -> list[str]:
-    line = f"guardscan {diff.new.guardscan} diff, on {_arch_names(diff.archs)}"
+    on = arch_names(diff.archs, "no common architecture")
+    line = f"guardscan {diff.new.guardscan} diff, on {on}"
     if arch_source:
         line += f" ({arch_source})"
     quantization = diff.new.quantization or diff.old.quantization
     if quantization:
         line += f", with --quantization {quantization}"
-    out = _wrap(line, "", "  ")
+    out = wrap(line, "", "  ")
     for label, result in (("old", diff.old), ("new", diff.new)):
-        out.extend(_wrap(f"{label}: {_side_name(result)}", "  ", "       "))
+        out.extend(wrap(f"{label}: {_side_name(result)}", "  ", "       "))
         for note in result.notes:
             if note.startswith("kernel library not read"):
-                out.extend(_wrap(f"note: {note}", "       ", "         "))
+                out.extend(wrap(f"note: {note}", "       ", "         "))
     return out
 
 
@@ -256,11 +243,11 @@ def _option(diff: OptionDiff, archs: Sequence[str], colour: bool, verbose: bool)
     out = ["", _paint(diff.option, "option", colour)]
     out.extend(_changes(diff.changed, colour))
     if diff.added:
-        out.extend(_wrap(_choice_words(diff.added, archs), "  added    ", "           "))
+        out.extend(wrap(_choice_words(diff.added, archs), "  added    ", "           "))
         if verbose:
             out.extend(_avoid_lines(diff.added))
     if diff.removed:
-        out.extend(_wrap(_choice_words(diff.removed, archs), "  removed  ", "           "))
+        out.extend(wrap(_choice_words(diff.removed, archs), "  removed  ", "           "))
         if verbose:
             out.extend(_avoid_lines(diff.removed))
     if show_reasons:
@@ -276,10 +263,10 @@ def _whole_options(diffs: list[OptionDiff], label: str, archs: Sequence[str],
         out = ["", f"{label} ({len(diffs)}):"]
         for diff in diffs:
             choices = diff.added or diff.removed
-            out.extend(_wrap(_choice_words(choices, archs), f"  {diff.option}  ", "      "))
+            out.extend(wrap(_choice_words(choices, archs), f"  {diff.option}  ", "      "))
         return out
     names = ", ".join(f"{d.option} ({len(d.added or d.removed)})" for d in diffs)
-    return [""] + _wrap(f"{label} ({len(diffs)}, choices in brackets; --verbose: their "
+    return [""] + wrap(f"{label} ({len(diffs)}, choices in brackets; --verbose: their "
                         f"verdicts): {names}", "", "  ")
 
 
@@ -293,7 +280,7 @@ def _summary(diff: ResultDiff) -> list[str]:
     line = "summary: " + "; ".join(parts)
     if s["new_reasons"]:
         line += f" ({s['new_reasons']} of them decided by another fact, --verbose)"
-    return [""] + _wrap(line, "", "  ")
+    return [""] + wrap(line, "", "  ")
 
 
 def render_diff_text(diff: ResultDiff, stream: IO[str], *, verbose: bool = False,

@@ -16,12 +16,12 @@ import textwrap
 from collections import defaultdict
 from typing import IO, Any
 
-from guardscan.arch import ArchError, parse_arch
 from guardscan.report import register
 from guardscan.report.answer import (
     ArchGroup,
     OptionAnswer,
     answers,
+    arch_names,
     in_arch_order,
     marked,
     method_notes,
@@ -30,7 +30,7 @@ from guardscan.report.answer import (
 )
 from guardscan.results import BackendVerdict, ScanResult, Verdict
 
-__all__ = ["WIDTH", "render_text"]
+__all__ = ["WIDTH", "render_text", "wrap"]
 
 WIDTH = 100
 
@@ -68,40 +68,26 @@ def _header(result: ScanResult, options: dict[str, Any]) -> list[str]:
         what += " with " + ", ".join(f"{k.package} {k.version or '(version unknown)'}"
                                      for k in result.kernels)
     archs = sorted_archs(result)
-    line = f"guardscan {result.guardscan}: {what}, on {_arch_names(archs)}"
+    line = f"guardscan {result.guardscan}: {what}, on {arch_names(archs)}"
     source = options.get("arch_source")
     if source:
         line += f" ({source})"
     if result.quantization:
         line += f", with --quantization {result.quantization}"
-    out = _wrap(line, "", "  ")
+    out = wrap(line, "", "  ")
     methods, others = method_notes(result)
     verbose = bool(options.get("verbose"))
     for note in others:
-        out.extend(_wrap(f"note: {in_arch_order(note)}", "", "      "))
+        out.extend(wrap(f"note: {in_arch_order(note)}", "", "      "))
     if methods and verbose:
         for _, note in methods:
-            out.extend(_wrap(f"note: {in_arch_order(note)}", "", "      "))
+            out.extend(wrap(f"note: {in_arch_order(note)}", "", "      "))
     elif methods:
         names = ", ".join(method for method, _ in methods)
         where = "here" if len(archs) == 1 else "on some of these archs"
-        out.extend(_wrap(f"note: --quantization {names} rejected {where} whatever the backend "
+        out.extend(wrap(f"note: --quantization {names} rejected {where} whatever the backend "
                          "(--verbose: where)", "", "      "))
     return out
-
-
-def _arch_names(archs: list[str]) -> str:
-    """``sm120 (RTX PRO 6000, RTX 5090, ...)`` for one arch; names only for several."""
-    if len(archs) != 1:
-        return " ".join(archs) if archs else "no architecture"
-    try:
-        info = parse_arch(archs[0]).info
-    except ArchError:
-        info = None
-    if info is None or not info.gpus:
-        return archs[0]
-    gpus = ", ".join(info.gpus[:2]) + (", ..." if len(info.gpus) > 2 else "")
-    return f"{archs[0]} ({gpus})"
 
 
 def _footer(result: ScanResult, verbose: bool) -> list[str]:
@@ -122,7 +108,7 @@ def _footer(result: ScanResult, verbose: bool) -> list[str]:
         for diag in set(result.diagnostics):
             counts[diag.code] += 1
         summary = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
-        out.extend(_wrap(f"diagnostics: {summary} (--format json lists them)", "", "  "))
+        out.extend(wrap(f"diagnostics: {summary} (--format json lists them)", "", "  "))
     return out
 
 
@@ -139,7 +125,7 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
     if nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
-        out.extend(_wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
+        out.extend(wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
                          f"promise): {', '.join(nothing)}", "", "  "))
     return out
 
@@ -149,13 +135,13 @@ def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
     out: list[str] = []
     if len(answer.groups) == 1 and not several:
         auto = _auto_words(answer.groups[0])
-        out.extend(_wrap(head + (f"; auto can become {auto}" if auto else ""), "", "    "))
+        out.extend(wrap(head + (f"; auto can become {auto}" if auto else ""), "", "    "))
         out.extend(_group(answer.groups[0], "  ", style))
         return out
     out.append(head)
     for group in answer.groups:
         auto = _auto_words(group)
-        out.extend(_wrap(f"{' '.join(group.archs)}:" + (f" auto can become {auto}" if auto
+        out.extend(wrap(f"{' '.join(group.archs)}:" + (f" auto can become {auto}" if auto
                                                          else ""), "  ", "    "))
         out.extend(_group(group, "    ", style))
     return out
@@ -192,7 +178,7 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         parts.append(f"{names(group.supported)} ({style('supported', 'supported')})")
     if group.unknown:
         parts.append(f"{names(group.unknown)} (unknown)")
-    out.extend(_wrap("; ".join(parts) or "nothing: every choice is to avoid here", label, rest))
+    out.extend(wrap("; ".join(parts) or "nothing: every choice is to avoid here", label, rest))
     for avoid in group.avoid:
         word = style(avoid.verdict.value, avoid.verdict.value)
         mark = "*" if avoid.choice in star else ""
@@ -212,11 +198,12 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         else:
             places = ", ".join(f"{c.path}:{c.line}" for c in marker.caveats)
             why = f"may still raise: {places}"
-        out.extend(_wrap(f"{marker.choice}: {why}", f"{indent}*      ", rest))
+        out.extend(wrap(f"{marker.choice}: {why}", f"{indent}*      ", rest))
     return out
 
 
-def _wrap(text: str, first: str, rest: str) -> list[str]:
+def wrap(text: str, first: str, rest: str) -> list[str]:
+    """``text`` wrapped to WIDTH columns, first and later lines indented."""
     return textwrap.wrap(text, width=WIDTH, initial_indent=first, subsequent_indent=rest,
                          break_on_hyphens=False, break_long_words=True) or [first.rstrip()]
 
