@@ -28,6 +28,7 @@ from guardscan.guards import (
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
+from guardscan.link.dispatch_reach import dispatch_reach
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
 from guardscan.predicate import (
     Const,
@@ -67,6 +68,11 @@ class Gates:
             cond = ctx.quant.qualify(rel, scope, cond)
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = tuple(ctx.conditions.guard_hops(facts, path, scope, line))
+            reach = dispatch_reach(ctx.index, ctx.conditions, facts, scope)
+            if reach is not None:
+                cond = conj(reach.condition, cond)
+                hops = (Hop(rel, reach.lines[0], HopRole.LINK,
+                            "reached only where " + reach.condition.describe()), *hops)
             if dests:
                 for dest in dests:
                     ctx.links.findings.append(Finding(
