@@ -32,6 +32,7 @@ _EXPORTS = {
     "ExitCode": "guardscan.results",
     "Arch": "guardscan.arch",
     "ArchError": "guardscan.arch",
+    "NoArchError": "guardscan.arch",
     "parse_arch": "guardscan.arch",
     "parse_arch_list": "guardscan.arch",
     "AcquireError": "guardscan.acquire",
@@ -52,6 +53,7 @@ __all__ = [
     "Evidence",
     "ExitCode",
     "LocalGPUError",
+    "NoArchError",
     "OptionInfo",
     "Preflight",
     "Problem",
@@ -66,7 +68,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from guardscan.acquire import AcquireError
-    from guardscan.arch import Arch, ArchError, parse_arch, parse_arch_list
+    from guardscan.arch import Arch, ArchError, NoArchError, parse_arch, parse_arch_list
     from guardscan.launch import Check, LocalGPUError, Preflight, Problem, preflight
     from guardscan.results import (
         BackendVerdict,

@@ -30,6 +30,7 @@ __all__ = [
     "Arch",
     "ArchError",
     "ArchInfo",
+    "NoArchError",
     "known_archs",
     "local_answer",
     "local_archs",
@@ -48,6 +49,17 @@ class ArchError(ValueError):
     def __init__(self, message: str, suggestions: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.suggestions = suggestions
+
+
+class NoArchError(ArchError):
+    """No architecture at all: an empty or blank ``--arch`` (``""``, ``" "``,
+    ``","``), an empty list, or None. A pre-flight check fails closed: with no
+    architecture there is no answer, never an empty "safe to try"."""
+
+
+#: the one line said for a missing architecture
+NO_ARCH = ("no architecture given: pass one such as sm120, a GPU name (H100, 'RTX PRO 6000'), "
+           "'all', or 'auto' for the local GPU")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -207,8 +219,11 @@ def standard_archs() -> list[Arch]:
 
 
 def parse_arch_list(values: list[str] | None) -> list[Arch]:
-    """Repeatable, comma-separated --arch values; ``all`` or nothing = the standard set."""
-    if not values:
+    """Repeatable, comma-separated --arch values; ``all`` or None = the standard set.
+
+    Values that name nothing (``[]``, ``[""]``, ``[" , "]``) raise
+    ``NoArchError``: an arch asked for and left blank is never "every arch"."""
+    if values is None:
         return standard_archs()
     found: list[Arch] = []
     for value in values:
@@ -220,6 +235,8 @@ def parse_arch_list(values: list[str] | None) -> list[Arch]:
                 found.extend(standard_archs())
             else:
                 found.append(parse_arch(part))
+    if not found:
+        raise NoArchError(NO_ARCH)
     return sorted(set(found))
 
 

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardscan.arch import Arch, ArchError
+from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, OptionInfo, Role, ScanResult, Verdict
 
@@ -506,6 +506,8 @@ _SCANS: dict[tuple[object, ...], tuple[ScanResult, Path | None, tuple[str, ...] 
 def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
     from guardscan.scan import as_archs
 
+    if arch is None:
+        raise NoArchError(NO_ARCH)
     items: Sequence[str | Arch] = [arch] if isinstance(arch, (str, Arch)) else list(arch)
     out: list[Arch] = []
     for item in items:
@@ -518,7 +520,9 @@ def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
                                     "GPU name")
             out.extend(found)
         else:
-            out.extend(as_archs([item]))
+            out.extend(as_archs([item]) if str(item).strip(" ,") else [])
+    if not out:
+        raise NoArchError(NO_ARCH)
     return sorted(set(out))
 
 
@@ -587,7 +591,8 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     with (default: the one the target pins). The other keywords are those of
     ``guardscan.scan`` (``progress`` is called with a few words per stage).
 
-    Raises ``ArchError`` (``LocalGPUError`` for ``"auto"`` without a GPU) and
+    Raises ``ArchError`` (``NoArchError`` for no architecture at all: None,
+    ``""``, blanks, an empty list; ``LocalGPUError`` for ``"auto"`` without a GPU) and
     ``AcquireError`` for an unusable target; every problem with the flags
     themselves is in the answer's ``problems``.
     """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from guardscan.acquire import (
     acquire_kernels,
     default_cache_dir,
 )
-from guardscan.arch import Arch, parse_arch_list, standard_archs
+from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError, parse_arch_list, standard_archs
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
@@ -111,6 +111,8 @@ def analyse(opts: ScanOptions) -> Analysis:
 
 
 def _analyse(opts: ScanOptions) -> Analysis:
+    if not opts.archs:
+        raise NoArchError(NO_ARCH)
     cache_dir = opts.cache_dir or default_cache_dir()
     _say(opts, "acquiring target")
     tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
@@ -306,24 +308,32 @@ def scan(target: str | None = None, **kwargs: object) -> ScanResult:
     fields. Raises ``ArchError`` for an arch it does not know and
     ``AcquireError`` for an unusable target.
     """
-    archs = kwargs.get("archs")
-    if archs is not None:
-        kwargs["archs"] = as_archs(archs)
+    if "archs" in kwargs:
+        kwargs["archs"] = as_archs(kwargs["archs"])
     opts = ScanOptions(target=target, **kwargs)  # type: ignore[arg-type]
     return analyse(opts).result
 
 
 def as_archs(archs: object) -> list[Arch]:
     """``Arch`` objects from ``Arch`` objects, arch strings, or a mix (one
-    string or ``Arch`` alone is taken as a list of one)."""
+    string or ``Arch`` alone is taken as a list of one). Nothing at all (None,
+    ``[]``, ``""``, blanks) raises ``NoArchError``."""
+    if archs is None:
+        raise NoArchError(NO_ARCH)
     if isinstance(archs, (str, Arch)):
         archs = [archs]
+    if not isinstance(archs, Iterable):
+        raise ArchError(f"not an architecture: {archs!r}")
     out: list[Arch] = []
-    for item in archs:  # type: ignore[attr-defined]
+    for item in archs:
         if isinstance(item, Arch):
             out.append(item)
+        elif item is None:
+            continue
         else:
-            out.extend(parse_arch_list([str(item)]))
+            out.extend(parse_arch_list([str(item)]) if str(item).strip(" ,") else [])
+    if not out:
+        raise NoArchError(NO_ARCH)
     return out
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import IO, TYPE_CHECKING
 
-from guardscan.arch import ArchError
+from guardscan.arch import ArchError, NoArchError
 from guardscan.commands.common import (
     TARGET_HELP,
     UsageError,
@@ -96,6 +96,8 @@ def run(argv: list[str]) -> int:
         answer = preflight(launch, args.arch, args.target, args.flashinfer,
                            cache_dir=args.cache_dir, kernels=not args.no_kernels,
                            use_cache=not args.no_cache, offline=args.offline, progress=say)
+    except NoArchError as exc:
+        raise UsageError(str(exc)) from None
     except ArchError as exc:
         raise UsageError(f"--arch {args.arch}: {exc}") from None
     finally:
