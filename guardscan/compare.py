@@ -24,7 +24,6 @@ compare cleanly. Only architectures judged on both sides are compared.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -54,16 +53,13 @@ def direction(old: Verdict, new: Verdict) -> str:
     return OTHER
 
 
-_LINE_REF = re.compile(r"(?:(?<=:)|(?<=line ))\d+")
-
-
-def fact_key(ev: Evidence | None) -> tuple[str, str, str, str] | None:
-    """What identifies a deciding fact across releases: its file, role, source
-    text and note, with line numbers left out (``core.py:160`` and ``line 3019``
-    in notes count as the same wherever they moved)."""
+def fact_key(ev: Evidence | None) -> tuple[object, ...] | None:
+    """What identifies a deciding fact across releases (``Evidence.identity``:
+    file, role, source text, kind, tier and the arguments that state it, no
+    line number), so a fact that only moved is the same fact."""
     if ev is None:
         return None
-    return (ev.path, ev.role, ev.text.strip(), _LINE_REF.sub("#", ev.note))
+    return ev.identity
 
 
 @dataclass(frozen=True, slots=True)

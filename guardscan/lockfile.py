@@ -8,7 +8,7 @@ can run the same scan again and tell a new regression from what the tree
 already blocked.
 
 Everything here is a plain function of its inputs: no scan, no files. Nothing
-recorded carries a line number (a fingerprint is path, role, text and note of
+recorded carries a line number (a fingerprint is path, role, text, kind and stated facts of
 the deciding line, as bandit's baseline leaves lines out of ``Issue.__eq__``),
 so the lock survives code moving, and two runs on the same tree give
 byte-identical files (``dumps``: sorted keys, fixed layout, ``\\n`` ends).
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -57,14 +56,12 @@ __all__ = [
 DEFAULT_LOCK = ".guardscan.json"
 
 #: The lock file's layout version; a newer one is refused, not misread.
-FORMAT = 1
+FORMAT = 2
 
 #: Diagnostics the lock records: a guard guardscan cannot read is a guard it
 #: cannot judge, so a new one is a change a reviewer has to look at.
 RECORDED_CODES = ("unresolved-guard",)
 
-_LINE_REF = re.compile(r"(\.py):\d+")
-_GUARD_TEXT = re.compile(r"`(.*)`")
 
 
 class LockError(ValueError):
@@ -113,21 +110,29 @@ class Settings:
 
 @dataclass(frozen=True, slots=True)
 class Deciding:
-    """The deciding line of a verdict, without its line number."""
+    """The deciding line of a verdict, without its line number: its file,
+    role, source text, kind, tier and the arguments that state the fact
+    (``Evidence.identity``)."""
 
     path: str
     role: str
     text: str
-    note: str = ""
+    kind: str = ""
+    tier: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, ev: Evidence) -> Deciding:
-        return cls(ev.path, ev.role, ev.text, _LINE_REF.sub(r"\1", ev.note))
+        path, role, text, kind, tier, facts = ev.identity
+        return cls(path, role, text, kind, tier, facts)
 
-    def to_json(self) -> dict[str, str]:
-        out = {"path": self.path, "role": self.role, "text": self.text}
-        if self.note:
-            out["note"] = self.note
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "role": self.role, "text": self.text,
+                                  "kind": self.kind}
+        if self.tier:
+            out["tier"] = self.tier
+        if self.facts:
+            out["facts"] = {name: value for name, value in self.facts}
         return out
 
 
@@ -191,11 +196,13 @@ def _digest(*parts: str) -> str:
 
 
 def fingerprint(deciding: Deciding | None) -> str:
-    """Path, role, text and note of the deciding line (no line number); a fixed
+    """Path, role, text, kind, tier and stated facts of the deciding line (no
+    line number, nothing read from its note); a fixed
     value for a verdict nothing decides (``unknown``)."""
     if deciding is None:
         return _digest("-")
-    return _digest(deciding.path, deciding.role, deciding.text, deciding.note)
+    return _digest(deciding.path, deciding.role, deciding.text, deciding.kind, deciding.tier,
+                   *sorted(f"{name}={value}" for name, value in deciding.facts))
 
 
 def entries_of(backends: Iterable[BackendVerdict]) -> tuple[Entry, ...]:
@@ -211,10 +218,7 @@ def entries_of(backends: Iterable[BackendVerdict]) -> tuple[Entry, ...]:
 def guard_text(d: Diagnostic) -> str:
     """The guard's source text of an ``unresolved-guard`` diagnostic."""
     text = dict(d.args).get("text")
-    if text is not None:
-        return str(text)
-    found = _GUARD_TEXT.search(d.message)
-    return found.group(1) if found else d.message
+    return str(text) if text is not None else d.message
 
 
 def unresolved_of(diagnostics: Iterable[Diagnostic]) -> list[tuple[Unresolved, Diagnostic]]:
@@ -363,7 +367,10 @@ def _from_json(data: Any, source: str) -> Lock:
                 entries.append(Entry(
                     option, choice, arch, Verdict(entry["verdict"]),
                     Deciding(deciding["path"], deciding["role"], deciding["text"],
-                             deciding.get("note", "")) if deciding else None))
+                             deciding.get("kind", ""), deciding.get("tier", ""),
+                             tuple((str(k), str(v)) for k, v in
+                                   dict(deciding.get("facts", {})).items()))
+                    if deciding else None))
     unresolved = tuple(sorted(Unresolved(u["path"], u["code"], u["text"])
                               for u in data.get("unresolved", [])))
     target = data.get("target") or {}

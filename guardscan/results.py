@@ -7,19 +7,28 @@ sorts and serialises cleanly. Lines are 1-based.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from guardscan.evidence import Args, Status, render_note, stated, tier_of
 
 __all__ = [
     "BackendVerdict",
     "Diagnostic",
     "Evidence",
     "ExitCode",
+    "JSON_SCHEMA",
     "OptionInfo",
     "PackageRef",
     "Role",
+    "ScanNote",
     "ScanResult",
     "Verdict",
 ]
+
+
+#: The JSON contract's version (docs/json.md): 2 added each evidence line's
+#: ``kind``, ``tier``, ``status`` and ``args``.
+JSON_SCHEMA = 2
 
 
 class ExitCode(enum.IntEnum):
@@ -64,19 +73,70 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Evidence:
-    """One hop of an evidence chain: a line of source and what it means here."""
+    """One hop of an evidence chain: a line of source and what it means here.
+
+    ``kind`` (a ``guardscan.evidence.FactKind`` value), ``tier`` and ``args``
+    are the fact as data; ``status`` (``Status``) is its part in the verdict,
+    set where the verdict is decided; ``note`` is rendered from kind and args
+    (``Evidence.of``) for people to read, and nothing parses it."""
 
     path: str
     line: int
     role: str
     text: str
     note: str = ""
+    kind: str = ""
+    tier: str = ""
+    status: str = Status.CONTEXT.value
+    args: Args = ()
+
+    @classmethod
+    def of(cls, path: str, line: int, role: str, text: str, kind: str, args: Args = (),
+           status: Status = Status.CONTEXT) -> Evidence:
+        """A line with its fact's kind and arguments, its note rendered from them."""
+        kind = str(kind)
+        return cls(path, line, role, text, render_note(kind, args), kind, tier_of(kind),
+                   status.value, args)
+
+    def qualified(self, qualifier: str) -> Evidence:
+        """This line with one more qualifier (shown after ``; `` in the note)."""
+        args = (*self.args, ("qualifier", qualifier))
+        return replace(self, args=args, note=render_note(self.kind, args))
+
+    def with_status(self, status: Status) -> Evidence:
+        return self if self.status == status.value else replace(self, status=status.value)
+
+    @property
+    def identity(self) -> tuple[str, str, str, str, str, Args]:
+        """What identifies the fact wherever its line moved: file, role, source
+        text, kind, tier and the arguments that state it (no line number)."""
+        return (self.path, self.role, self.text.strip(), self.kind, self.tier,
+                stated(self.args))
+
+    @property
+    def decides(self) -> bool:
+        return self.status == Status.DECIDES.value
+
+    @property
+    def caveat(self) -> bool:
+        return self.status == Status.CAVEAT.value
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"path": self.path, "line": self.line, "role": self.role,
                                   "text": self.text}
         if self.note:
             out["note"] = self.note
+        out["kind"] = self.kind
+        if self.tier:
+            out["tier"] = self.tier
+        out["status"] = self.status
+        if self.args:
+            values: dict[str, object] = {name: value for name, value in self.args
+                                         if name != "qualifier"}
+            qualifiers = [value for name, value in self.args if name == "qualifier"]
+            if qualifiers:
+                values["qualifiers"] = qualifiers
+            out["args"] = values
         return out
 
 
@@ -121,6 +181,17 @@ class BackendVerdict:
     def safe_to_try(self) -> bool:
         return self.verdict.safe_to_try
 
+    @property
+    def deciding(self) -> Evidence | None:
+        """The line that decided the verdict (set where it was decided); None
+        for ``unknown``."""
+        return next((ev for ev in reversed(self.evidence) if ev.decides), None)
+
+    @property
+    def caveats(self) -> tuple[Evidence, ...]:
+        """The lines that could change the verdict under something undecided."""
+        return tuple(ev for ev in self.evidence if ev.caveat)
+
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "option": self.option,
@@ -152,6 +223,21 @@ class OptionInfo:
     platforms: tuple[tuple[str, str], ...] = ()  # (choice, platform) for non-CUDA choices
 
 
+@dataclass(frozen=True, slots=True)
+class ScanNote:
+    """A note on the scan as a whole, with what it is about as fields:
+    ``topic`` is ``kernels`` (the kernel library not read, and why: ``reason``)
+    or ``quantization`` (a ``method`` rejected whatever the backend)."""
+
+    topic: str
+    text: str
+    method: str | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(slots=True)
 class ScanResult:
     guardscan: str
@@ -162,10 +248,11 @@ class ScanResult:
     backends: list[BackendVerdict] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     quantization: str | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[ScanNote] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
+            "schema": JSON_SCHEMA,
             "guardscan": self.guardscan,
             "target": self.target.to_json(),
             "kernels": [k.to_json() for k in self.kernels],

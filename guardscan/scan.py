@@ -35,6 +35,7 @@ from guardscan.results import (
     Diagnostic,
     OptionInfo,
     PackageRef,
+    ScanNote,
     ScanResult,
     Verdict,
 )
@@ -117,13 +118,14 @@ def _analyse(opts: ScanOptions) -> Analysis:
     _say(opts, "acquiring target")
     tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
     kernel_tree: SourceTree | None = None
-    kernel_note = ""
+    kernel_note: ScanNote | None = None
     if opts.kernels:
         try:
             kernel_tree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir,
                                           offline=opts.offline)
         except AcquireError as exc:
-            kernel_note = f"kernel library not read: {exc}; SGLang-only verdicts"
+            kernel_note = ScanNote("kernels", f"kernel library not read: {exc}; SGLang-only "
+                                   "verdicts", reason=exc.reason)
     memo = None
     if opts.use_cache:
         memo = ScanMemo(cache_dir, (
@@ -201,7 +203,7 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
 
 
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
-                    kernel_note: str, memo: ScanMemo | None, index: Index,
+                    kernel_note: ScanNote | None, memo: ScanMemo | None, index: Index,
                     catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     modes = getattr(catalog, "modes", [])
@@ -250,10 +252,11 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                 kernel_index, memo.kernel_answers(kernel_tree) if memo is not None else None)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
-        if kernel_note:
+        if kernel_note is not None:
             result.notes.append(kernel_note)
     else:
-        result.notes.append("kernel library not read (--no-kernels): SGLang-only verdicts")
+        result.notes.append(ScanNote("kernels", "kernel library not read (--no-kernels): "
+                                     "SGLang-only verdicts", reason="--no-kernels"))
     _say(opts, "judging")
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))

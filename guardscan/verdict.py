@@ -82,7 +82,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from guardscan.arch import FAR_FUTURE, Arch, standard_archs
+from guardscan.arch import FAR_FUTURE, Arch, parse_arch, standard_archs
+from guardscan.evidence import Args, FactKind, Status, arg, args_of
 from guardscan.index import Index
 from guardscan.index.observe import Read
 from guardscan.link import (
@@ -110,10 +111,13 @@ from guardscan.predicate import (
     mentions_capability,
     substitute,
 )
-from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanNote, Verdict
 
-__all__ = ["JudgeMemo", "Judged", "KernelJudge", "dirty_choices", "judge", "possible",
-           "quantization_notes"]
+#: the qualifier of a default that holds on every arch its code does not test
+FALLBACK = "a fallback for every arch it does not test: not a support claim"
+
+__all__ = ["JudgeMemo", "Judged", "KernelJudge", "dirty_choices", "judge", "mark_statuses",
+           "possible", "quantization_notes"]
 
 
 
@@ -158,22 +162,34 @@ class KernelJudge:
         return None
 
 
+#: the kind of fact each hop's line is
+_HOP_KINDS = {
+    HopRole.LINK: FactKind.LINK,
+    HopRole.CALL: FactKind.CALL,
+    HopRole.GUARD: FactKind.GUARD,
+    HopRole.DEFINITION: FactKind.DEFINITION,
+    HopRole.IMPORT: FactKind.MODULE,
+    HopRole.QUANT: FactKind.QUANT,
+}
+
+
 def _hops_evidence(index: Index, hops: Iterable[Hop]) -> list[Evidence]:
     out = []
     for hop in hops:
         if hop.line <= 0:
             continue
-        out.append(Evidence(hop.rel, hop.line, evidence_role(hop.role),
-                            index.line_text(hop.rel, hop.line), hop.note))
+        out.append(Evidence.of(hop.rel, hop.line, evidence_role(hop.role),
+                               index.line_text(hop.rel, hop.line),
+                               _HOP_KINDS[HopRole(hop.role)], args_of(text=hop.note)))
     return out
 
 
-def _finding_evidence(index: Index, finding: Finding, role: Role, note: str,
+def _finding_evidence(index: Index, finding: Finding, role: Role, kind: FactKind, args: Args,
                       guards: bool = True) -> list[Evidence]:
     hops = finding.hops if guards else [h for h in finding.hops if h.role != HopRole.DEFINITION]
     chain = _hops_evidence(index, hops)
-    chain.append(Evidence(finding.rel, finding.line, role.value,
-                          index.line_text(finding.rel, finding.line), note))
+    chain.append(Evidence.of(finding.rel, finding.line, role.value,
+                             index.line_text(finding.rel, finding.line), kind, args))
     seen = set()
     out = []
     for ev in chain:
@@ -523,8 +539,9 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     every = frozenset(option.choices)
     platforms = dict(option.platforms)
     all_archs = standard_archs()
-    origin = Evidence(option.path, option.line, Role.LINK.value,
-                      index.line_text(option.path, option.line), f"{option.flag} choices")
+    origin = Evidence.of(option.path, option.line, Role.LINK.value,
+                         index.line_text(option.path, option.line), FactKind.OPTION,
+                         args_of(flag=option.flag))
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
@@ -555,8 +572,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                         not possible(finding.condition, Context(arch=o,
                                                                 quantization=quantization))
                         for o in all_archs):
-                    where = (f"{option.flag} auto resolves to {choice} when "
-                             f"{finding.condition.describe()}")
+                    where = args_of(flag=option.flag, choice=choice,
+                                    condition=finding.condition.describe())
                     if possible(finding.condition,
                                 Context(arch=FAR_FUTURE, quantization=quantization)):
                         # a default for "every arch but these" (an ``else``
@@ -564,30 +581,31 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
                         # arch too: it names no arch, like a check that
                         # rejects some archs only; shown, but no support
                         caveats.extend(_finding_evidence(
-                            index, finding, Role.DEFAULT,
-                            f"{where}; a fallback for every arch it does not test: "
-                            "not a support claim"))
+                            index, finding, Role.DEFAULT, FactKind.DEFAULT,
+                            (*where, ("fallback", "true"), ("qualifier", FALLBACK))))
                     else:
-                        positive.extend(_finding_evidence(index, finding, Role.DEFAULT, where))
+                        positive.extend(_finding_evidence(index, finding, Role.DEFAULT,
+                                                          FactKind.DEFAULT, where))
             elif finding.kind == FindingKind.IMPORT:
                 if finding.condition.evaluate(ctx) is Tri.TRUE:
                     blocking.extend(_finding_evidence(
-                        index, finding, Role.IMPORT,
-                        f"name missing on {arch.name}: {finding.condition.describe()}"))
+                        index, finding, Role.IMPORT, FactKind.IMPORT,
+                        args_of(arch=arch.name, condition=finding.condition.describe())))
             elif finding.kind == FindingKind.DOC and finding.choice == choice:
                 claims = finding.condition.evaluate(Context(arch=arch))
                 if claims is Tri.TRUE:
-                    docs.append(Evidence(finding.rel, finding.line, Role.DOC.value, finding.text,
-                                         f"help text names {arch.name} (weak evidence)"))
+                    docs.append(Evidence.of(finding.rel, finding.line, Role.DOC.value,
+                                            finding.text, FactKind.DOC,
+                                            args_of(claim="names", arch=arch.name)))
                 elif finding.text.startswith("only: "):
-                    docs.append(Evidence(finding.rel, finding.line, Role.DOC.value, finding.text,
-                                         f"help text excludes {arch.name} (weak evidence)"))
+                    docs.append(Evidence.of(finding.rel, finding.line, Role.DOC.value,
+                                            finding.text, FactKind.DOC,
+                                            args_of(claim="excludes", arch=arch.name)))
             elif finding.kind == FindingKind.SELECT and finding.choice == choice:
                 value = finding.condition.evaluate(Context(arch=arch))
                 caveats.extend(_finding_evidence(
-                    index, finding, Role.SELECT,
-                    f"picks an implementation ({value.value} on {arch.name}); "
-                    "not a support claim"))
+                    index, finding, Role.SELECT, FactKind.SELECT,
+                    args_of(value=value.value, arch=arch.name)))
         if quantization is not None:
             for finding in global_quant:
                 if about[id(finding)]:
@@ -605,7 +623,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         else:
             verdict, evidence = Verdict.UNKNOWN, []
         # the deciding fact last: `explain` ends where the verdict was decided
-        chain = _dedupe_keep_last([origin, *docs, *caveats, *evidence])
+        chain = mark_statuses(_dedupe_keep_last([origin, *docs, *caveats, *evidence]),
+                               verdict)
         platform = platforms.get(choice)
         out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
                                   tuple(chain), platform, tuple(sorted(set(conditions)))))
@@ -724,7 +743,7 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
             else:
                 falses.append(full)
         elif support is Tri.UNKNOWN:
-            doubts.append(_noted(full, "the kernel facts do not decide this arch"))
+            doubts.append(_noted(full, "the kernel facts do not decide this arch", Status.CAVEAT))
         elif _call_key(call) in helpers:
             helper_trues.append(_noted(full, "a helper on the path (code other choices run "
                                              "makes this call too): can exclude, never "
@@ -745,9 +764,10 @@ def _judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, 
     if trues and not falses and not doubts:
         return [], [e for chain in [*helper_trues, *trues] for e in chain], []
     mixed = [e for chain in falses for e in _noted(
-        chain, "other kernel calls of the choice are not excluded: decides nothing")]
+        chain, "other kernel calls of the choice are not excluded: decides nothing",
+        Status.CAVEAT)]
     mixed += [e for chain in avoidable for e in _noted(
-        chain, "made only for some value of another option: decides nothing")]
+        chain, "made only for some value of another option: decides nothing", Status.CAVEAT)]
     return [], [], [*mixed, *(e for chain in [*doubts, *helper_trues] for e in chain)]
 
 
@@ -757,13 +777,37 @@ def _chosen_elsewhere(cond: Predicate, ctx: Context) -> bool:
     return any(isinstance(a, OptionIs) and a.evaluate(ctx) is Tri.UNKNOWN for a in atoms(cond))
 
 
-def _noted(chain: list[Evidence], note: str) -> list[Evidence]:
-    """``chain`` with ``note`` added to its last (deciding) hop."""
+def _noted(chain: list[Evidence], note: str, status: Status = Status.CONTEXT,
+           ) -> list[Evidence]:
+    """``chain`` with ``note`` added to its last (deciding) hop, and that hop's
+    ``status`` in the verdict."""
     if not chain:
         return chain
-    last = chain[-1]
-    return [*chain[:-1], Evidence(last.path, last.line, last.role, last.text,
-                                  (last.note + "; " if last.note else "") + note)]
+    return [*chain[:-1], chain[-1].qualified(note).with_status(status)]
+
+
+#: the roles whose line can decide each verdict; the chain's last such line does
+_DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
+    Verdict.BLOCKED: (Role.GATE.value, Role.IMPORT.value),
+    Verdict.UNSUPPORTED: (Role.KERNEL.value,),
+    Verdict.SUPPORTED: (Role.KERNEL.value, Role.GATE.value, Role.DEFAULT.value),
+}
+
+
+def mark_statuses(chain: list[Evidence], verdict: Verdict) -> list[Evidence]:
+    """The chain with each line's part in ``verdict``: the gates that could
+    still raise are caveats; the last line of a role that can decide the
+    verdict and is not a caveat decides it (for a decided verdict with no
+    such line, its last line); an ``unknown`` has no deciding line."""
+    out = [ev.with_status(Status.CAVEAT) if ev.kind == FactKind.GATE
+           and arg(ev.args, "effect") == "could-raise" else ev for ev in chain]
+    if verdict is Verdict.UNKNOWN or not out:
+        return out
+    roles = _DECIDING_ROLES[verdict]
+    position = next((i for i in range(len(out) - 1, -1, -1)
+                     if out[i].role in roles and not out[i].caveat), len(out) - 1)
+    out[position] = out[position].with_status(Status.DECIDES)
+    return out
 
 
 def _about_choice(cond: Predicate, choice_ctx: Context) -> bool:
@@ -784,7 +828,8 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         conditions.extend(values.mode_conditions(cond, arch, value))
     if value is Tri.TRUE:
         blocking.extend(_finding_evidence(
-            index, finding, Role.GATE, f"raises on {arch.name}: {cond.describe()}"))
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="raises", arch=arch.name, condition=cond.describe())))
         return
     if value is Tri.UNKNOWN:
         could, methods, undecided = values.undecided_gate(cond, arch, every, all_archs)
@@ -794,9 +839,9 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
         if undecided is None:
             return  # another choice's gate, or undecided on every arch alike
         caveats.extend(_finding_evidence(
-            index, finding, Role.GATE,
-            f"could raise on {arch.name} depending on: " + "; ".join(undecided)[:300],
-            guards=False))
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="could-raise", arch=arch.name,
+                    undecided="; ".join(undecided)[:300]), guards=False))
         return
     # the gate lets this arch through: positive evidence when it stops others,
     # and raises because of this choice (a method's requirement that exempts
@@ -806,8 +851,8 @@ def _judge_gate(index: Index, finding: Finding, ctx: Context, arch: Arch, all_ar
             values(cond, other) is Tri.TRUE for other in all_archs if other != arch) \
             and _raises_for(cond, values.context(arch)):
         positive.extend(_finding_evidence(
-            index, finding, Role.GATE, f"admits {arch.name}: raises only when "
-            f"{cond.describe()}"))
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="admits", arch=arch.name, condition=cond.describe())))
 
 
 def _raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
@@ -839,7 +884,7 @@ def _dedupe_keep_last(chain: list[Evidence]) -> list[Evidence]:
 
 
 
-def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[str]:
+def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[ScanNote]:
     """Gates of a quantization method that hold whatever the backend choice:
     one line per method, naming the archs it is rejected on."""
     notes = []
@@ -854,10 +899,12 @@ def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[st
                 Context(arch=arch, quantization=method)) is Tri.TRUE]
             if blocked:
                 names, where = per_method.get(method, ([], ""))
-                per_method[method] = (sorted(set(names) | set(blocked)),
+                per_method[method] = (sorted(set(names) | set(blocked),
+                                             key=lambda name: parse_arch(name)),
                                       where or f"{finding.rel}:{finding.line}")
     for method, (names, where) in sorted(per_method.items()):
-        notes.append(f"--quantization {method} is rejected on {', '.join(names)} "
-                     f"whatever the backend ({where}; use --quantization {method} to judge "
-                     "choices under it)")
+        notes.append(ScanNote(
+            "quantization", f"--quantization {method} is rejected on {', '.join(names)} "
+            f"whatever the backend ({where}; use --quantization {method} to judge choices "
+            "under it)", method=method))
     return notes

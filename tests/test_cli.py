@@ -16,7 +16,7 @@ from guardscan.results import ExitCode
 
 GATE = str(fixture("roles_gate"))
 RUNNER = "sglang/srt/layers/moe/runner.py"
-TOP_LEVEL = {"guardscan", "target", "kernels", "archs", "quantization", "backends",
+TOP_LEVEL = {"schema", "guardscan", "target", "kernels", "archs", "quantization", "backends",
              "diagnostics"}
 TOP_LEVEL_OPTIONAL = {"notes"}
 VERDICT_KEYS = {"option", "choice", "arch", "quantization", "verdict", "safe_to_try",
@@ -120,7 +120,9 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     gate = by_key[("x", "sm90")]["evidence"][-1]
     assert (gate["path"], gate["line"], gate["role"]) == (
         RUNNER, line_of(fixture("roles_gate") / RUNNER, "raise ValueError"), "gate")
-    assert set(gate) == {"path", "line", "role", "text", "note"}
+    assert set(gate) == {"path", "line", "role", "text", "note", "kind", "status", "args"}
+    assert (gate["kind"], gate["status"], gate["args"]["effect"]) == ("gate", "decides",
+                                                                     "raises")
 
 
 def test_json_lists_diagnostics(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,6 +23,7 @@ from guardscan.results import (
     ScanResult,
     Verdict,
 )
+from guardscan.verdict import mark_statuses
 
 OLD = str(fixture("diff_old"))
 NEW = str(fixture("diff_new"))
@@ -37,7 +38,9 @@ def gate(line: int, text: str = "raise ValueError(", note: str = "raises on sm12
 
 def cell(choice: str, arch: str, verdict: Verdict, *evidence: Evidence,
          option: str = MOE) -> BackendVerdict:
-    return BackendVerdict(option, choice, arch, None, verdict, tuple(evidence))
+    # the chain's statuses as the verdict stage sets them
+    return BackendVerdict(option, choice, arch, None, verdict,
+                          tuple(mark_statuses(list(evidence), verdict)))
 
 
 def result(version: str, cells: list[BackendVerdict], archs: tuple[str, ...] = ("sm120",),

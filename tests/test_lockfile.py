@@ -29,6 +29,7 @@ from guardscan.results import (
     ScanResult,
     Verdict,
 )
+from guardscan.verdict import mark_statuses
 
 SETTINGS = Settings(target=Ref("path", "."), archs=("sm100", "sm120"),
                     options=("--moe-runner-backend",), kernels=False)
@@ -42,7 +43,9 @@ def gate(line: int, text: str = 'raise ValueError("x needs SM100")') -> Evidence
 
 
 def verdict(choice: str, arch: str, v: Verdict, *chain: Evidence) -> BackendVerdict:
-    return BackendVerdict("--moe-runner-backend", choice, arch, None, v, (OPTION, *chain))
+    # the chain's statuses as the verdict stage sets them
+    return BackendVerdict("--moe-runner-backend", choice, arch, None, v,
+                          tuple(mark_statuses([OPTION, *chain], v)))
 
 
 def unresolved(line: int, text: str, path: str = RUNNER) -> Diagnostic:
@@ -183,7 +186,8 @@ def test_round_trip() -> None:
 @pytest.mark.parametrize(("text", "says"), [
     ("{not json", "is not JSON"),
     ('{"format": 99, "verdicts": {}}', "has format 99"),
-    ('{"format": 1, "verdicts": {}}', "not a guardscan lock file"),
+    ('{"format": 2, "verdicts": {}}', "not a guardscan lock file"),
+    ('{"format": 1, "verdicts": {}}', "has format 1"),
     ("[]", "not a guardscan lock file"),
 ])
 def test_unreadable_lock_is_one_line(text: str, says: str) -> None:

@@ -86,7 +86,7 @@ def test_undecided_ways_stay_undecided() -> None:
     and one in a method nothing calls (``debug_dump``) never block."""
     nvfp4 = scan("nvfp4")
     assert row(nvfp4, MOE, "auto") == "UUUUUUUUU"
-    assert not nvfp4.notes or all("nvfp4" not in n for n in nvfp4.notes)
+    assert not nvfp4.notes or all(n.method != "nvfp4" for n in nvfp4.notes)
 
 
 # -- real releases -------------------------------------------------------------------

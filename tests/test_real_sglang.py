@@ -147,8 +147,10 @@ def test_059_modelopt_fp4_min_capability(analysis_059_modelopt_fp4: Any) -> None
 
 
 def test_059_notes_name_quantization_requirements(analysis_059: Any) -> None:
-    assert any(note.startswith("--quantization modelopt_fp4 is rejected on")
-               and "sm90" in note for note in analysis_059.result.notes)
+    notes = [n for n in analysis_059.result.notes if n.method == "modelopt_fp4"]
+    assert [n.topic for n in notes] == ["quantization"]
+    assert notes[0].text.startswith("--quantization modelopt_fp4 is rejected on sm80, sm86, "
+                                    "sm89, sm90 whatever the backend"), notes[0].text
 
 
 def test_json_contract_on_real_release(analysis_059: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from guardscan.evidence import FactKind, Status, args_of
 from guardscan.report import formats, render
 from guardscan.report.sarif import deciding_evidence, sarif_log
 from guardscan.results import (
@@ -20,45 +21,57 @@ from guardscan.results import (
     OptionInfo,
     PackageRef,
     Role,
+    ScanNote,
     ScanResult,
     Verdict,
 )
+from guardscan.verdict import mark_statuses
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 OPTION = "--moe-runner-backend"
-DEFINITION = Evidence("sglang/srt/server_args.py", 3901, "link", "parser.add_argument(",
-                      f"{OPTION} choices")
-GUARD = Evidence("sglang/srt/server_args.py", 1200, "guard", "if not is_sm100_supported():",
-                 "not (capability major in [10])")
-GATE = Evidence("sglang/srt/server_args.py", 1201, "gate", 'raise ValueError("needs sm100")',
-                "raises on sm120: moe_runner_backend == flashinfer_trtllm and not sm100")
-CAVEAT = Evidence("sglang/srt/layers/moe/x.py", 55, "gate", "assert cfg | other",
-                  "could raise on sm120 depending on: ? cfg")
-KERNEL_CALL = Evidence("sglang/srt/layers/moe/cutlass.py", 80, "link",
-                       "flashinfer.cutlass_fused_moe(x)", "calls the kernel library")
-KERNEL_FACT = Evidence("flashinfer/fused_moe/core.py", 40, "kernel",
-                       "@supported_compute_capability([100, 103])",
-                       "declares sm100, sm103 only")
+DEFINITION = Evidence.of("sglang/srt/server_args.py", 3901, "link", "parser.add_argument(",
+                         FactKind.OPTION, args_of(flag=OPTION))
+GUARD = Evidence.of("sglang/srt/server_args.py", 1200, "guard", "if not is_sm100_supported():",
+                    FactKind.GUARD, args_of(text="not (capability major in [10])"))
+GATE = Evidence.of("sglang/srt/server_args.py", 1201, "gate", 'raise ValueError("needs sm100")',
+                   FactKind.GATE, args_of(effect="raises", arch="sm120", condition=(
+                       "moe_runner_backend == flashinfer_trtllm and not sm100")))
+CAVEAT = Evidence.of("sglang/srt/layers/moe/x.py", 55, "gate", "assert cfg | other",
+                     FactKind.GATE, args_of(effect="could-raise", arch="sm120",
+                                            undecided="? cfg"))
+KERNEL_CALL = Evidence.of("sglang/srt/layers/moe/cutlass.py", 80, "link",
+                          "flashinfer.cutlass_fused_moe(x)", FactKind.CALL,
+                          args_of(text="calls the kernel library"))
+KERNEL_FACT = Evidence.of("flashinfer/fused_moe/core.py", 40, "kernel",
+                          "@supported_compute_capability([100, 103])", FactKind.DECORATOR,
+                          args_of(fact="decorator", predicate="SM in [100, 103]",
+                                  value="false"))
+
+
+def decided(option: str, choice: str, arch: str, verdict: Verdict,
+            chain: tuple[Evidence, ...], **kwargs: object) -> BackendVerdict:
+    """A hand-built verdict, its chain's statuses set as the verdict stage sets them."""
+    return BackendVerdict(option, choice, arch, None, verdict,
+                          tuple(mark_statuses(list(chain), verdict)), **kwargs)  # type: ignore[arg-type]
 
 
 def small_result() -> ScanResult:
     option = OptionInfo(OPTION, "moe_runner_backend", ("auto", "flashinfer_trtllm", "cutlass"),
                         DEFINITION.path, DEFINITION.line, help="MoE runner", default="auto")
     backends = [
-        BackendVerdict(OPTION, "auto", arch, None, Verdict.UNKNOWN, (DEFINITION,))
+        decided(OPTION, "auto", arch, Verdict.UNKNOWN, (DEFINITION,))
         for arch in ("sm90", "sm120")
     ]
     backends += [
-        BackendVerdict(OPTION, "flashinfer_trtllm", "sm90", None, Verdict.BLOCKED,
-                       (DEFINITION, GUARD, GATE)),
-        BackendVerdict(OPTION, "flashinfer_trtllm", "sm120", None, Verdict.BLOCKED,
-                       (DEFINITION, GUARD, GATE, CAVEAT),
-                       conditions=("blocked with --quantization fp8",)),
-        BackendVerdict(OPTION, "cutlass", "sm90", None, Verdict.UNSUPPORTED,
-                       (DEFINITION, KERNEL_CALL, KERNEL_FACT)),
-        BackendVerdict(OPTION, "cutlass", "sm120", None, Verdict.SUPPORTED,
-                       (DEFINITION, KERNEL_CALL, KERNEL_FACT), platform=None),
+        decided(OPTION, "flashinfer_trtllm", "sm90", Verdict.BLOCKED, (DEFINITION, GUARD, GATE)),
+        decided(OPTION, "flashinfer_trtllm", "sm120", Verdict.BLOCKED,
+                (DEFINITION, GUARD, GATE, CAVEAT),
+                conditions=("blocked with --quantization fp8",)),
+        decided(OPTION, "cutlass", "sm90", Verdict.UNSUPPORTED,
+                (DEFINITION, KERNEL_CALL, KERNEL_FACT)),
+        decided(OPTION, "cutlass", "sm120", Verdict.SUPPORTED,
+                (DEFINITION, KERNEL_CALL, KERNEL_FACT), platform=None),
     ]
     return ScanResult(
         guardscan="0.1.0",
@@ -73,7 +86,8 @@ def small_result() -> ScanResult:
             Diagnostic("sglang/srt/c.py", 0, "file-skipped", "too large"),
             Diagnostic("sglang/srt/a.py", 9, "unresolved-guard", "cannot resolve guard `y`"),
         ],
-        notes=["kernel facts not available in this build"],
+        notes=[ScanNote("kernels", "kernel facts not available in this build",
+                        reason="not available in this build")],
     )
 
 
@@ -163,8 +177,11 @@ def test_sarif_location_is_the_deciding_line(sarif: dict[str, Any]) -> None:
 
 
 def test_deciding_evidence_falls_back_to_last_line() -> None:
-    verdict = BackendVerdict(OPTION, "x", "sm90", None, Verdict.BLOCKED, (DEFINITION, GUARD))
-    assert deciding_evidence(verdict) == GUARD
+    verdict = decided(OPTION, "x", "sm90", Verdict.BLOCKED, (DEFINITION, GUARD))
+    assert deciding_evidence(verdict) == GUARD.with_status(Status.DECIDES)
+    # the status is the verdict stage's: a chain nobody judged decides nothing
+    assert deciding_evidence(BackendVerdict(OPTION, "x", "sm90", None, Verdict.BLOCKED,
+                                            (DEFINITION, GUARD))) is None
     assert deciding_evidence(BackendVerdict(OPTION, "x", "sm90", None, Verdict.BLOCKED)) is None
 
 
@@ -268,11 +285,11 @@ def test_markdown_is_deterministic() -> None:
 
 
 # -- JSON contract -----------------------------------------------------------------------------
-TOP_KEYS = {"guardscan", "target", "kernels", "archs", "quantization", "backends",
+TOP_KEYS = {"schema", "guardscan", "target", "kernels", "archs", "quantization", "backends",
             "diagnostics"}
 BACKEND_KEYS = {"option", "choice", "arch", "quantization", "verdict", "safe_to_try",
                 "evidence"}
-EVIDENCE_KEYS = {"path", "line", "role", "text"}
+EVIDENCE_KEYS = {"path", "line", "role", "text", "kind", "status"}
 
 
 def test_json_round_trips_with_documented_keys() -> None:
@@ -286,8 +303,11 @@ def test_json_round_trips_with_documented_keys() -> None:
         assert backend["verdict"] in {v.value for v in Verdict}
         assert backend["safe_to_try"] is (backend["verdict"] in ("supported", "unknown"))
         for ev in backend["evidence"]:
-            assert EVIDENCE_KEYS <= set(ev) <= EVIDENCE_KEYS | {"note"}
+            assert EVIDENCE_KEYS <= set(ev) <= EVIDENCE_KEYS | {"note", "tier", "args"}
             assert ev["line"] >= 1
+            assert ev["status"] in {"decides", "caveat", "context"}
+        deciding = [ev for ev in backend["evidence"] if ev["status"] == "decides"]
+        assert len(deciding) == (0 if backend["verdict"] == "unknown" else 1), backend
     for diag in data["diagnostics"]:
         assert set(diag) == {"path", "line", "code", "message"}
     assert data["diagnostics"] == sorted(data["diagnostics"],

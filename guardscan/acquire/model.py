@@ -21,7 +21,14 @@ EXPECTED = (
 
 
 class AcquireError(Exception):
-    """A target that can't be had; the message is one line for the user."""
+    """A target that can't be had; the message is one line for the user.
+
+    ``reason``: the cause alone, without what to do about it (a summary that
+    says what to do in its own words shows this); the message when not given."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 @dataclass(frozen=True)

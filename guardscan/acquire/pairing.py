@@ -92,9 +92,8 @@ def acquire_kernels(
     try:
         return acquire_installed(KERNEL_PACKAGE)
     except AcquireError:
+        reason = (f"{tree.package} {tree.version or '(unknown version)'} declares no "
+                  f"{KERNEL_DIST} requirement and no installed {KERNEL_PACKAGE} was found")
         raise AcquireError(
-            f"{tree.package} {tree.version or '(unknown version)'} declares no "
-            f"{KERNEL_DIST} requirement and no installed {KERNEL_PACKAGE} was found; "
-            f"pass the kernel library explicitly (a checkout, a wheel, or a spec "
-            f"such as {KERNEL_DIST}==0.6.3)"
-        ) from None
+            f"{reason}; pass the kernel library explicitly (a checkout, a wheel, or a spec "
+            f"such as {KERNEL_DIST}==0.6.3)", reason=reason) from None

@@ -36,7 +36,7 @@ from guardscan.lockfile import (
     loads,
     lock_from_result,
 )
-from guardscan.results import ExitCode
+from guardscan.results import ExitCode, ScanNote
 
 __all__ = ["build_parser", "run"]
 
@@ -222,7 +222,6 @@ def _write(path: Path, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-_NOT_READ = "kernel library not read: "
 
 _PAIRED = {
     "pinned": "the version the tree pins, read again at each check",
@@ -232,7 +231,8 @@ _PAIRED = {
 }
 
 
-def _summary(lock: Lock, lock_path: Path, root: Path, notes: list[str], wanted_kernels: bool,
+def _summary(lock: Lock, lock_path: Path, root: Path, notes: list[ScanNote],
+             wanted_kernels: bool,
              no_kernels: bool, unchanged: bool) -> str:
     package, version = lock.target
     where = Path(os.path.relpath(root / package)).as_posix()
@@ -242,8 +242,7 @@ def _summary(lock: Lock, lock_path: Path, root: Path, notes: list[str], wanted_k
         kernels = (f"kernels: {kpackage} {kversion or '(unknown version)'}, "
                    f"{_PAIRED.get(how, how)}")
     elif wanted_kernels:
-        why = next((n for n in notes if n.startswith(_NOT_READ)), "")
-        why = why.removeprefix(_NOT_READ).split(";", 1)[0]
+        why = next((n.reason for n in notes if n.topic == "kernels"), "")
         kernels = (f"kernels: no FlashInfer paired ({why}): SGLang-only verdicts; pass "
                    "--flashinfer SPEC to pair one")
     elif no_kernels:

@@ -126,9 +126,7 @@ class LibraryJudge(KernelJudge):
         if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
             # excluded below, under a condition not decided here: a doubt,
             # not arch-neutral code
-            chain = [Evidence(e.path, e.line, e.role, e.text,
-                              (e.note + "; " if e.note else "") + "only under conditions "
-                              "not decided here")
+            chain = [e.qualified("only under conditions not decided here")
                      for e in outcome.caveats[0]]
         delegate = self.library.public_delegate(function, outcome) \
             if outcome.value is Tri.TRUE else None

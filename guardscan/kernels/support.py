@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from guardscan.arch import FAR_FUTURE, Arch
+from guardscan.evidence import FactKind, args_of
 from guardscan.kernels.callgraph import Edge
 from guardscan.kernels.conditions import BACKEND_OPTION
 from guardscan.kernels.jit_spec import FETCHED
@@ -106,14 +107,9 @@ def deny_list(fact: KernelFact, ctx: Context) -> bool:
 
 
 def _fact_evidence(fact: KernelFact, value: Tri, extra: str = "") -> Evidence:
-    strength = STRENGTH.get(fact.kind)
-    kind = f"{fact.kind} ({strength})" if strength else fact.kind
-    note = f"{kind}: {fact.predicate.describe()} -> {value.value}"
-    if fact.note:
-        note += f" ({fact.note})"
-    if extra:
-        note += f"; {extra}"
-    return Evidence(fact.rel, fact.line, Role.KERNEL.value, fact.text, note)
+    return Evidence.of(fact.rel, fact.line, Role.KERNEL.value, fact.text, fact.kind, args_of(
+        fact=fact.kind, strength=STRENGTH.get(fact.kind), predicate=fact.predicate.describe(),
+        value=value.value, detail=fact.note, qualifier=extra))
 
 
 def _compile_only(falses: list[_Candidate], trues: list[_Candidate]) -> bool:
@@ -222,14 +218,11 @@ class SupportSolver:
         return Outcome(Tri.UNKNOWN, caveats=tuple(caveats))
 
     def _hop(self, edge: Edge, when: Tri) -> Evidence:
-        callee = edge.callee
-        note = f"{edge.kind}: {edge.caller.rpartition('.')[2]} -> {callee}"
-        if edge.path_text:
-            note += f" when {edge.path_text}"
-            if edge.select:
-                note += f" (select, {when.value} here)"
-        return Evidence(edge.rel, edge.line, Role.KERNEL.value, self.line_text(edge.rel, edge.line),
-                        note)
+        return Evidence.of(edge.rel, edge.line, Role.KERNEL.value,
+                           self.line_text(edge.rel, edge.line), FactKind.KERNEL_CALL, args_of(
+                               edge=edge.kind, caller=edge.caller.rpartition('.')[2],
+                               callee=edge.callee, when=edge.path_text,
+                               select=when.value if edge.select else None))
 
     @staticmethod
     def _with_disagreement(chain: tuple[Evidence, ...],
@@ -237,6 +230,5 @@ class SupportSolver:
         if not others or not chain:
             return chain
         other = _pick(others).chain[-1]
-        last = chain[-1]
-        note = f"{last.note}; disagrees with {other.path}:{other.line} ({other.note})"
-        return (*chain[:-1], Evidence(last.path, last.line, last.role, last.text, note))
+        return (*chain[:-1], chain[-1].qualified(
+            f"disagrees with {other.path}:{other.line} ({other.note})"))

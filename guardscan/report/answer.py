@@ -25,11 +25,11 @@ options with nothing decided on any requested architecture are listed apart.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from guardscan.arch import ArchError, parse_arch
+from guardscan.evidence import FactKind, arg
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanResult, Verdict
 
 __all__ = [
@@ -47,13 +47,6 @@ __all__ = [
 ]
 
 _AVOID = (Verdict.BLOCKED, Verdict.UNSUPPORTED)
-#: Roles that can decide each verdict; the chain's last such line decides.
-_DECIDING_ROLES: dict[Verdict, tuple[str, ...]] = {
-    Verdict.BLOCKED: (Role.GATE.value, Role.IMPORT.value),
-    Verdict.UNSUPPORTED: (Role.KERNEL.value,),
-    Verdict.SUPPORTED: (Role.KERNEL.value, Role.GATE.value, Role.DEFAULT.value),
-}
-_CAVEAT = "could raise"
 
 
 def arch_sort_key(name: str) -> tuple[int, int, str]:
@@ -72,29 +65,21 @@ def sorted_archs(result: ScanResult) -> list[str]:
 
 
 def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
-    """The line that decides a verdict: the chain's last line of a role that can
-    decide it and is not a mere caveat, else its last line (None: no chain)."""
-    roles = _DECIDING_ROLES.get(verdict.verdict, ())
-    for ev in reversed(verdict.evidence):
-        if ev.role in roles and not ev.note.startswith(_CAVEAT):
-            return ev
-    if verdict.verdict is Verdict.UNKNOWN:
-        return None
-    return verdict.evidence[-1] if verdict.evidence else None
+    """The line that decided a verdict (its ``decides`` status, set by the
+    verdict stage); None for ``unknown`` or an empty chain."""
+    return verdict.deciding
 
 
 def caveats(verdict: BackendVerdict) -> list[Evidence]:
     """Gates on the chain that could still raise under something undecidable."""
-    return [ev for ev in verdict.evidence
-            if ev.role == Role.GATE.value and ev.note.startswith(_CAVEAT)]
+    return [ev for ev in verdict.caveats if ev.kind == FactKind.GATE]
 
 
 def marked(verdict: BackendVerdict) -> bool:
     return bool(verdict.conditions) or bool(caveats(verdict))
 
 
-#: What each kind of kernel-library fact is, and how much it says, in plain words
-#: (``guardscan.kernels`` writes the kind first in the note: ``jit-spec: ...``).
+#: What each kind of kernel-library fact is, and how much it says, in plain words.
 _FACT_KINDS: dict[str, tuple[str, str, str]] = {
     # kind: (what it is, strength when it excludes, strength when it admits)
     "decorator": ("a capability declaration on the kernel (@supported_compute_capability)",
@@ -131,20 +116,14 @@ _ROLE_FACTS: dict[str, tuple[str, str]] = {
     Role.SELECT.value: ("a device test that picks an implementation",
                         "none: picking is not a claim of support"),
 }
-_KIND = re.compile(r"^(?P<kind>[a-z][a-z-]*)(?: \((?P<tier>tier [abc])[^)]*\))?: ")
-
-
 def describe_fact(ev: Evidence, verdict: Verdict) -> tuple[str, str]:
     """(what kind of fact the line is, how strong it is) in plain words."""
     if ev.role == Role.KERNEL.value:
-        match = _KIND.match(ev.note)
-        kind = match.group("kind") if match else ""
-        if kind in _FACT_KINDS:
-            what, excludes, admits = _FACT_KINDS[kind]
-            tier = match.group("tier") if match else None
+        if ev.kind in _FACT_KINDS and arg(ev.args, "predicate"):
+            what, excludes, admits = _FACT_KINDS[ev.kind]
             # the kernel stage ranks its facts (a: an explicit check on the API
             # called, b: the precompiled artifacts, c: a JIT spec)
-            return (f"{what}, {tier}" if tier else what), (
+            return (f"{what}, tier {ev.tier}" if ev.tier else what), (
                 excludes if verdict in _AVOID else admits)
         return "a fact in the kernel library", "as the note says"
     if ev.role == Role.GATE.value and verdict is Verdict.SUPPORTED:
@@ -289,42 +268,32 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
     return [answer for _, _, answer in decided], nothing
 
 
-_METHOD_NOTE = re.compile(r"^--quantization (?P<method>\S+) ")
-
-
 def method_notes(result: ScanResult) -> tuple[list[tuple[str, str]], list[str]]:
     """The notes split into (method, note) for notes about one ``--quantization``
     method, and the others (about the scan as a whole)."""
     methods: list[tuple[str, str]] = []
     others: list[str] = []
     for note in result.notes:
-        match = _METHOD_NOTE.match(note)
-        if match:
-            methods.append((match.group("method"), note))
+        if note.method is not None:
+            methods.append((note.method, note.text))
         else:
-            others.append(note)
+            others.append(note.text)
     return methods, others
-
-
-_ARCH_LIST = re.compile(r"\bsm\d+(?:, sm\d+)+\b")
-
-
-def in_arch_order(text: str) -> str:
-    """A note's lists of architectures in numeric order (``sm80, sm100``)."""
-    return _ARCH_LIST.sub(
-        lambda m: ", ".join(sorted(m.group(0).split(", "), key=arch_sort_key)), text)
 
 
 def short_reason(ev: Evidence) -> str:
     """A deciding line's note cut to its head: ``raises on sm120`` of a gate's
     ``raises on sm120: <condition>``, ``jit-spec: capability major in [10]`` of a
     kernel fact's ``jit-spec: capability major in [10] -> false (...)``."""
-    note = ev.note.strip()
-    if not note:
+    if not ev.note.strip():
         return ""
     if ev.role == Role.KERNEL.value:
-        head = note.split(" -> ", 1)[0]
-        return head if head != note or len(note) <= 60 else ""
+        predicate = arg(ev.args, "predicate")
+        if ev.kind in _FACT_KINDS and predicate:
+            strength = arg(ev.args, "strength")
+            return f"{ev.kind} ({strength}): {predicate}" if strength else \
+                f"{ev.kind}: {predicate}"
+        return ev.note.strip() if len(ev.note.strip()) <= 60 else ""
     if ev.role == Role.IMPORT.value:
         return "a name it needs is bound only under a device guard"
     # a gate's head ("raises on sm120") says no more than ``blocked``; its

@@ -80,8 +80,8 @@ def _header(diff: ResultDiff, arch_source: str | None) -> list[str]:
     for label, result in (("old", diff.old), ("new", diff.new)):
         out.extend(wrap(f"{label}: {_side_name(result)}", "  ", "       "))
         for note in result.notes:
-            if note.startswith("kernel library not read"):
-                out.extend(wrap(f"note: {note}", "       ", "         "))
+            if note.topic == "kernels":
+                out.extend(wrap(f"note: {note.text}", "       ", "         "))
     return out
 
 
@@ -340,7 +340,7 @@ def _choice_json(choice: ChoiceDiff) -> dict[str, object]:
 
 def _side_json(result: ScanResult) -> dict[str, object]:
     return {"target": portable(result.target), "kernels": [portable(k) for k in result.kernels],
-            "notes": list(result.notes)}
+            "notes": [note.text for note in result.notes]}
 
 
 def diff_json(diff: ResultDiff) -> dict[str, object]:

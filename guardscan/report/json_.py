@@ -29,6 +29,6 @@ def render_json(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
     data["target"] = portable(result.target)
     data["kernels"] = [portable(k) for k in result.kernels]
     if result.notes:
-        data["notes"] = list(result.notes)
+        data["notes"] = [note.text for note in result.notes]
     json.dump(data, stream, indent=2, sort_keys=False)
     stream.write("\n")

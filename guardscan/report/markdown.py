@@ -13,7 +13,7 @@ from collections import Counter
 from typing import IO, Any
 
 from guardscan.report import register
-from guardscan.report.answer import caveats, in_arch_order, marked, sorted_archs
+from guardscan.report.answer import caveats, marked, sorted_archs
 from guardscan.results import BackendVerdict, Evidence, ScanResult, Verdict
 
 __all__ = ["render_markdown"]
@@ -41,7 +41,7 @@ def _lines(result: ScanResult) -> list[str]:
     if result.quantization:
         out.append(f"- quantization: {_code(result.quantization)}")
     for note in result.notes:
-        out.append(f"- note: {_escape(in_arch_order(note))}")
+        out.append(f"- note: {_escape(note.text)}")
     out.append("- paths are relative to the directory holding each package "
                f"({_code(target.package + '/...')}"
                + "".join(f", {_code(k.package + '/...')}" for k in result.kernels) + ")")

@@ -222,7 +222,7 @@ def _run_properties(result: ScanResult) -> dict[str, Any]:
         "quantization": result.quantization,
     }
     if result.notes:
-        properties["notes"] = list(result.notes)
+        properties["notes"] = [note.text for note in result.notes]
     return properties
 
 

@@ -22,7 +22,6 @@ from guardscan.report.answer import (
     OptionAnswer,
     answers,
     arch_names,
-    in_arch_order,
     marked,
     method_notes,
     short_reason,
@@ -78,10 +77,10 @@ def _header(result: ScanResult, options: dict[str, Any]) -> list[str]:
     methods, others = method_notes(result)
     verbose = bool(options.get("verbose"))
     for note in others:
-        out.extend(wrap(f"note: {in_arch_order(note)}", "", "      "))
+        out.extend(wrap(f"note: {note}", "", "      "))
     if methods and verbose:
         for _, note in methods:
-            out.extend(wrap(f"note: {in_arch_order(note)}", "", "      "))
+            out.extend(wrap(f"note: {note}", "", "      "))
     elif methods:
         names = ", ".join(method for method, _ in methods)
         where = "here" if len(archs) == 1 else "on some of these archs"
