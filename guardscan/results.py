@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from guardscan.evidence import Args, Status, render_note, stated, tier_of
 
 __all__ = [
+    "JSON_SCHEMA",
     "BackendVerdict",
     "Diagnostic",
     "Evidence",
     "ExitCode",
-    "JSON_SCHEMA",
     "OptionInfo",
     "PackageRef",
     "Role",
