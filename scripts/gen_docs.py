@@ -1,20 +1,31 @@
-"""Generate the docs pages that document themselves from docstrings.
+"""Generate what the docs show of the code: pages from docstrings, --help
+texts, and the outputs of commands.
 
-    python scripts/gen_docs.py           # write docs/guard-forms.md, docs/verdicts.md, ...
-    python scripts/gen_docs.py --check   # exit 1 when a page on disk differs
+    python scripts/gen_docs.py               # rewrite everything generated
+    python scripts/gen_docs.py --check       # exit 1, with a diff, when a page drifted
+    python scripts/gen_docs.py --skip-real   # leave the outputs of real releases as they are
 
-Pages:
+Generated:
 
 - ``docs/guard-forms.md``: every guard form guardscan recognises, from the
   recognisers' own docstrings (options, guards, link, and the kernels
   package when it publishes a ``RECOGNISERS`` list);
 - ``docs/verdicts.md``: the verdict rules, from ``guardscan.verdict``;
-- the ``guardscan --help`` blocks of ``docs/cli.md``, between its
-  ``<!-- begin: ... -->`` / ``<!-- end: ... -->`` markers (the rest of that
-  page is written by hand).
+- in README.md and docs/, between ``<!-- begin: NAME -->`` and
+  ``<!-- end: NAME -->`` markers (the rest of a page is written by hand):
+  ``guardscan [SUBCOMMAND] --help`` blocks; the README's ``subcommands``
+  list, from ``guardscan.commands.SUBCOMMANDS``; and ``output COMMAND``
+  blocks (ended by ``<!-- end: output -->``), which hold ``$ COMMAND`` and
+  what a terminal shows after it. COMMAND is a small shell subset
+  (``parse_shown``), run in-process in a ``Session``: as from the repository
+  root of a machine without a GPU, on the test suite's cache, so the real
+  releases are the tests' own trees and a scan made once answers from the
+  cache.
 
-Only guardscan's own modules are imported, never the code it scans. Like
-Fixit's ``scripts/document_rules.py``: a test runs ``--check`` so the docs
+An output on a real release (a ``NAME==VERSION`` argument) needs its wheels;
+``--skip-real`` keeps those blocks as they are, ``--real-only`` runs only
+them. Only guardscan's own modules are imported, never the code it scans.
+Like Fixit's ``scripts/document_rules.py``: tests run ``--check`` so the docs
 cannot drift from the code.
 """
 
@@ -28,8 +39,11 @@ import inspect
 import io
 import os
 import re
+import shlex
+import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -266,43 +280,443 @@ def help_text(name: str) -> str:
     return buffer.getvalue().rstrip() + "\n"
 
 
-_BLOCK = re.compile(r"(<!-- begin: (?P<name>[\w -]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
-                    re.DOTALL)
+# -- marked blocks -------------------------------------------------------------------------
+#: ``<!-- begin: NAME -->`` ... ``<!-- end: NAME -->`` (or ``<!-- end: KIND -->``, KIND
+#: being NAME's first word, so that a long command need not be written twice).
+_BLOCK = re.compile(r"(?P<begin><!-- begin: (?P<name>[^\n]*?) -->\n)(?P<body>.*?)"
+                    r"(?P<end><!-- end: (?P<end_name>[^\n]*?) -->)", re.DOTALL)
+
+#: Where each subcommand is documented, for the README's list; any other
+#: subcommand's page is ``docs/NAME.md``, which must exist.
+SUBCOMMAND_PAGES = {"explain": "docs/cli.md#one-evidence-chain",
+                    "baseline": "docs/pre-commit.md"}
+
+#: Width of the ``$ command`` line shown above an output; longer ones are wrapped.
+COMMAND_COLUMNS = 92
+
+
+class DocError(Exception):
+    """A marked block that cannot be generated (a command that failed, an exit
+    status other than the marker says, a command the generator does not run)."""
 
 
 def fill_help_blocks(page: str) -> str:
     """Replace each ``<!-- begin: guardscan --help -->`` block with fresh help."""
+    return fill_blocks(page, session=None)
+
+
+def fill_blocks(page: str, session: Session | None, *, real: bool = True,
+                fixtures: bool = True) -> str:
+    """``page`` with every marked block generated afresh: ``guardscan ... --help``
+    blocks, the README's ``subcommands`` list, and, given a ``session``, every
+    ``output COMMAND`` block, its commands run in page order in that session.
+    ``real=False`` keeps the output blocks that scan a release (a requirement
+    spec such as ``sglang==0.5.9`` among their arguments) as they are on disk;
+    ``fixtures=False`` keeps the others."""
     def block(match: re.Match[str]) -> str:
         name = match.group("name").strip()
-        command = name.removesuffix(" --help").strip()
-        from guardscan.commands import SUBCOMMANDS
+        kind = name.split(" ", 1)[0]
+        if match.group("end_name").strip() not in (name, kind):
+            raise DocError(f"<!-- begin: {name} --> ends at <!-- end: "
+                           f"{match.group('end_name')} -->")
+        if kind == "output" and session is not None:
+            shown = parse_shown(name.removeprefix("output").strip())
+            if not (real if shown.real else fixtures):
+                return match.group(0)
+            body = session.transcript(shown)
+            if "```" in body:
+                raise DocError(f"{name}: the output holds a code fence")
+            return f"{match.group('begin')}```console\n{body}```\n{match.group('end')}"
+        if kind == "subcommands":
+            return f"{match.group('begin')}{subcommand_lines()}{match.group('end')}"
+        if name.endswith(" --help") and kind == "guardscan":
+            from guardscan.commands import SUBCOMMANDS
 
-        sub = command.removeprefix("guardscan").strip()
-        if not command.startswith("guardscan") or (sub and sub not in SUBCOMMANDS):
-            return match.group(0)
-        return f"{match.group(1)}```text\n{help_text(command)}```\n{match.group(4)}"
+            command = name.removesuffix(" --help").strip()
+            sub = command.removeprefix("guardscan").strip()
+            if sub and sub not in SUBCOMMANDS:
+                return match.group(0)
+            return f"{match.group('begin')}```text\n{help_text(command)}```\n{match.group('end')}"
+        return match.group(0)
 
     return _BLOCK.sub(block, page)
 
 
-def pages() -> dict[Path, str]:
-    """Every generated page: path -> expected content."""
-    out = {DOCS / "guard-forms.md": guard_forms_page(), DOCS / "verdicts.md": verdicts_page()}
-    for page in sorted(DOCS.glob("*.md")):
-        if page not in out:
-            text = page.read_text(encoding="utf-8")
-            if "<!-- begin: guardscan" in text:
-                out[page] = fill_help_blocks(text)
+def subcommand_lines() -> str:
+    """One Markdown line per subcommand of ``guardscan.commands.SUBCOMMANDS``:
+    its name linked to its page, and its summary from ``guardscan --help``."""
+    from guardscan.commands import SUBCOMMANDS
+
+    lines = []
+    for name, (_module, summary) in SUBCOMMANDS.items():
+        page = SUBCOMMAND_PAGES.get(name, f"docs/{name}.md")
+        if not (ROOT / page.split("#", 1)[0]).is_file():
+            raise DocError(f"subcommand {name} has no page {page}: write it, or name its "
+                           "page in SUBCOMMAND_PAGES (scripts/gen_docs.py)")
+        lines.append(f"- [`guardscan {name}`]({page}): {summary}")
+    return "\n".join(lines) + "\n"
+
+
+# -- output blocks: a command, run as the page shows it ---------------------------------------
+@dataclass(frozen=True)
+class Step:
+    """One command of a marker (``A && B`` has two), with what its shell line
+    does to its output."""
+
+    argv: tuple[str, ...]
+    drop: frozenset[str] = frozenset()   # "out" (>/dev/null), "err" (2>/dev/null)
+    merge: bool = False                  # 2>&1: stderr goes down the pipe too
+    filters: tuple[tuple[str, int], ...] = ()  # ("head", 20), ("tail", 3)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An ``output`` marker's command: the text shown, its steps, the exit
+    status it ends with (``# exit N``, default 0)."""
+
+    text: str
+    steps: tuple[Step, ...]
+    exit: int = 0
+
+    @property
+    def real(self) -> bool:
+        """Whether it scans a release (a requirement spec among its arguments)."""
+        return any(_specs(step.argv[1:]) for step in self.steps)
+
+
+_SPEC = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+$")
+
+
+def _specs(args: Iterable[str]) -> list[str]:
+    """The requirement specs among arguments (``sglang==0.5.9``, also as
+    ``--flashinfer=flashinfer-python==0.6.3``)."""
+    values = (arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+              for arg in args)
+    return [value for value in values if _SPEC.match(value)]
+
+
+def parse_shown(command: str) -> Shown:
+    """Read the small shell subset an ``output`` marker may use:
+    ``guardscan ARGS``, ``cp -r SRC DST`` and ``cat FILE``, joined by ``&&``;
+    ``>/dev/null``, ``2>/dev/null`` and ``2>&1``; ``| head -N`` and
+    ``| tail -N``; a final ``# exit N``. Anything else is a ``DocError``."""
+    text, _, comment = command.partition(" # ")
+    text = text.strip()
+    exit_code = 0
+    if comment:
+        found = re.fullmatch(r"exit (\d+)", comment.strip())
+        if not found:
+            raise DocError(f"{command}: the only comment is `# exit N`")
+        exit_code = int(found.group(1))
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise DocError(f"{command}: {exc}") from None
+    steps: list[Step] = []
+    for segment in _split(tokens, "&&"):
+        parts = _split(segment, "|")
+        argv, drop, merge = [], set(), False
+        for token in parts[0]:
+            if token in (">/dev/null", "1>/dev/null"):
+                drop.add("out")
+            elif token == "2>/dev/null":
+                drop.add("err")
+            elif token == "2>&1":
+                merge = True
+            elif (token.startswith(("<", ">", "2>", "&")) or token == "||"
+                  or any(c in token for c in ";`") or "$(" in token):
+                raise DocError(f"{command}: `{token}` is not run by scripts/gen_docs.py")
+            else:
+                argv.append(token)
+        filters = [_filter(part, command) for part in parts[1:]]
+        if not argv or not (argv[0] == "guardscan" or argv[:2] == ["cp", "-r"] and
+                            len(argv) == 4 or argv[0] == "cat" and len(argv) == 2):
+            raise DocError(f"{command}: only guardscan, `cp -r SRC DST` and `cat FILE` are run")
+        steps.append(Step(tuple(argv), frozenset(drop), merge, tuple(filters)))
+    if not steps:
+        raise DocError("an output marker without a command")
+    return Shown(text, tuple(steps), exit_code)
+
+
+def _filter(part: list[str], command: str) -> tuple[str, int]:
+    """``head -N``, ``head -n N`` (or ``tail``) as ``("head", N)``."""
+    count = (part[1][1:] if len(part) == 2 and part[1].startswith("-") else
+             part[2] if len(part) == 3 and part[1] == "-n" else "")
+    if not part or part[0] not in ("head", "tail") or not count.isdigit():
+        raise DocError(f"{command}: only `| head -N` and `| tail -N` may follow a command")
+    return part[0], int(count)
+
+
+def _split(tokens: list[str], separator: str) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for token in tokens:
+        if token == separator:
+            out.append([])
+        else:
+            out[-1].append(token)
     return out
+
+
+def display(text: str, width: int = COMMAND_COLUMNS) -> str:
+    """``$ command`` as a terminal shows it typed, wrapped with `` \\`` once a
+    line would pass ``width``: before a flag and its value, a pipe, ``&&`` or
+    another word, never between a flag and the word after it."""
+    words = re.findall(r"""(?:[^\s"']+|"[^"]*"|'[^']*')+""", text)
+    units: list[str] = []
+    for word in words:
+        if units and units[-1].startswith("-") and " " not in units[-1] \
+                and not word.startswith(("-", "|", "&&", "#")):
+            units[-1] += " " + word
+        else:
+            units.append(word)
+    lines = ["$"]
+    for unit in units:
+        if len(lines[-1]) + 1 + len(unit) + 2 > width and len(lines[-1]) > 4:
+            lines[-1] += " \\"
+            lines.append("   ")
+        lines[-1] += " " + unit
+    return "\n".join(lines) + "\n"
+
+
+class _Stream(io.TextIOBase):
+    """stdout or stderr of a command run in this process: what it writes, in
+    order, marked with which stream wrote it; never a terminal."""
+
+    def __init__(self, name: str, chunks: list[tuple[str, str]]) -> None:
+        self.name, self.chunks = name, chunks
+
+    def write(self, text: str) -> int:
+        self.chunks.append((self.name, text))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Session:
+    """Where one page's commands run, in order, as from the repository root of
+    a machine without a GPU: a scratch directory holding a copy of
+    ``fixtures/`` (a command may write there: ``gate --write``, a lock file),
+    guardscan's cache the test suite's (``tests/realtrees.py``:
+    ``shared_cache_dir``), so the real releases are the tests' trees and a
+    scan the suite or an earlier run made answers from the cache.
+
+    Local paths are written as a reader's would be: the scratch directory and
+    the repository root as relative paths, the cache as ``~/.cache/guardscan``.
+    """
+
+    def __init__(self, page: Path, cache: Path) -> None:
+        self.cache = cache
+        try:
+            name = page.resolve().relative_to(ROOT.resolve()).as_posix()
+        except ValueError:
+            name = page.name
+        # A fixed place per page: the result cache knows a tree by its path, so
+        # the fixture scans of one run answer the next from the cache.
+        self.root = cache / "docs-scratch" / re.sub(r"[^\w.-]", "_", name)
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True)
+        if (ROOT / "fixtures").is_dir():
+            shutil.copytree(ROOT / "fixtures", self.root / "fixtures", symlinks=True)
+
+    def transcript(self, shown: Shown) -> str:
+        """``$ command`` and what stays on the terminal after it ran."""
+        out = []
+        code = 0
+        for index, step in enumerate(shown.steps):
+            code, text = self._run(step, shown)
+            out.append(text)
+            if code != 0 and index < len(shown.steps) - 1:
+                raise DocError(f"{shown.text}: `{' '.join(step.argv)}` exited {code}")
+        if code != shown.exit:
+            raise DocError(f"{shown.text}: exited {code}, the marker says {shown.exit} "
+                           f"(add or fix `# exit N`):\n{''.join(out)[-2000:]}")
+        return display(shown.text) + self._local("".join(out))
+
+    def _run(self, step: Step, shown: Shown) -> tuple[int, str]:
+        chunks: list[tuple[str, str]] = []
+        argv = list(step.argv)
+        code = 0
+        if argv[0] == "guardscan":
+            code = self._guardscan(argv[1:], chunks)
+        elif argv[0] == "cp":
+            shutil.copytree(self._inside(argv[2]), self._inside(argv[3]), symlinks=True)
+        else:
+            chunks.append(("out", self._inside(argv[1]).read_text(encoding="utf-8")))
+        chunks = [(name, text) for name, text in chunks if name not in step.drop]
+        if not step.filters:
+            return code, "".join(text for _, text in chunks)
+        piped = "".join(text for name, text in chunks if name == "out" or step.merge)
+        if any(name == "err" and text for name, text in chunks) and not step.merge:
+            raise DocError(f"{shown.text}: writes to stderr past the pipe; add 2>/dev/null "
+                           "or 2>&1")
+        lines = piped.splitlines(keepends=True)
+        for kind, count in step.filters:
+            lines = lines[:count] if kind == "head" else lines[-count:] if count else []
+        return code, "".join(lines)
+
+    def _inside(self, relative: str) -> Path:
+        """A path a command names, which must be in the scratch directory."""
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise DocError(f"{relative}: outside the directory the commands run in")
+        return path
+
+    def _guardscan(self, args: list[str], chunks: list[tuple[str, str]]) -> int:
+        from guardscan import cli
+        from guardscan.results import ExitCode
+
+        self._acquire_releases(args)
+        # One process plays many: forget what an earlier command's scans left in
+        # memory (guardscan.launch keeps one per target string), as a new process would.
+        launch = sys.modules.get("guardscan.launch")
+        if launch is not None:
+            getattr(launch, "_SCANS", {}).clear()
+        with _documented_machine(self.root, self.cache), \
+                contextlib.redirect_stdout(_Stream("out", chunks)), \
+                contextlib.redirect_stderr(_Stream("err", chunks)):
+            code = int(cli.main(args))
+        if code == ExitCode.INTERNAL:
+            raise DocError(f"guardscan {shlex.join(args)}: internal error:\n"
+                           + "".join(text for _, text in chunks)[-2000:])
+        return code
+
+    @staticmethod
+    def _acquire_releases(args: list[str]) -> None:
+        """The releases a command names, through the tests' helpers (which take
+        a wheel from ``$GUARDSCAN_TEST_SEED_WHEELS`` when one is there)."""
+        wanted = _specs(args)
+        if not wanted:
+            return
+        import realtrees
+
+        for spec in wanted:
+            name, _, version = spec.partition("==")
+            if name == "sglang":
+                realtrees.sglang_tree(version)
+            elif name in ("flashinfer-python", "flashinfer_python"):
+                realtrees.flashinfer_tree(version)
+
+    def _local(self, text: str) -> str:
+        """No local path: the scratch directory and the repository are the
+        reader's working directory, the cache is guardscan's default one."""
+        for path, shown in sorted([(self.root, "."), (ROOT, "."),
+                                   (self.cache, "~/.cache/guardscan"),
+                                   (Path.home(), "~")],
+                                  key=lambda pair: -len(str(pair[0]))):
+            for spelling in {str(path), str(path.resolve())}:
+                if shown == ".":
+                    text = text.replace(spelling + "/", "")
+                text = text.replace(spelling, shown)
+        return text
+
+
+@contextlib.contextmanager
+def _documented_machine(cwd: Path, cache: Path) -> Iterator[None]:
+    """The machine every output is shown for: the working directory ``cwd``,
+    guardscan's cache ``cache``, 80 columns, no colour, and no GPU (no NVML,
+    no nvidia-smi), so that no output depends on where the docs were made."""
+    import guardscan.arch
+    import guardscan.gpu
+
+    def no_nvml() -> None:
+        raise OSError("no NVML on the documented machine")
+
+    saved_env = {name: os.environ.get(name) for name in ("GUARDSCAN_CACHE_DIR", "COLUMNS",
+                                                         "NO_COLOR")}
+    saved = (os.getcwd(), guardscan.arch.NVIDIA_SMI, guardscan.gpu._load_nvml)
+    os.environ.update(GUARDSCAN_CACHE_DIR=str(cache), COLUMNS=str(HELP_COLUMNS), NO_COLOR="1")
+    os.chdir(cwd)
+    guardscan.arch.NVIDIA_SMI = "guardscan-docs-no-nvidia-smi"
+    guardscan.gpu._load_nvml = no_nvml
+    try:
+        yield
+    finally:
+        os.chdir(saved[0])
+        guardscan.arch.NVIDIA_SMI = saved[1]
+        guardscan.gpu._load_nvml = saved[2]
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def suite_cache() -> Path:
+    """The test suite's shared cache (``tests/realtrees.py``), as the
+    environment gave it when this process started."""
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import realtrees
+
+    return Path(realtrees.shared_cache_dir())
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time(cache: Path) -> Iterator[None]:
+    """Runs share the scratch directories: one at a time (a lock file)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "docs-scratch.lock", "w", encoding="utf-8") as lock:
+        try:
+            import fcntl
+        except ImportError:  # no flock here: runs are not serialised
+            yield
+            return
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def marked_pages() -> list[Path]:
+    """README.md and the docs pages holding marked blocks."""
+    candidates = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    return [p for p in candidates if p.is_file() and "<!-- begin: " in
+            p.read_text(encoding="utf-8")]
+
+
+def pages(*, real: bool = True, fixtures: bool = True) -> dict[Path, str]:
+    """Every generated page: path -> expected content (``real`` / ``fixtures``:
+    which output blocks to run, as for ``fill_blocks``)."""
+    out = {DOCS / "guard-forms.md": guard_forms_page(), DOCS / "verdicts.md": verdicts_page()}
+    texts = {page: page.read_text(encoding="utf-8") for page in marked_pages()
+             if page not in out}
+    runs = (real or fixtures) and any(_OUTPUT in text for text in texts.values())
+    cache = suite_cache() if runs else None
+    with _one_run_at_a_time(cache) if cache is not None else contextlib.nullcontext():
+        for page, text in texts.items():
+            session = Session(page, cache) if cache is not None and _OUTPUT in text else None
+            try:
+                out[page] = fill_blocks(text, session, real=real, fixtures=fixtures)
+            except DocError as exc:
+                raise DocError(f"{page.relative_to(ROOT)}: {exc}") from None
+    return out
+
+
+_OUTPUT = "<!-- begin: output "
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if a page on disk differs from what would be generated")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--skip-real", action="store_true",
+                       help="leave the outputs of commands on real releases as they are "
+                            "(no release is read)")
+    which.add_argument("--real-only", action="store_true",
+                       help="of the outputs, only those of commands on real releases")
     args = parser.parse_args(argv)
+    try:
+        expected_pages = pages(real=not args.skip_real, fixtures=not args.real_only)
+    except DocError as exc:
+        print(f"scripts/gen_docs.py: {exc}", file=sys.stderr)
+        return 2
     stale = []
-    for path, expected in pages().items():
+    for path, expected in expected_pages.items():
         actual = path.read_text(encoding="utf-8") if path.exists() else ""
         if actual == expected:
             continue
