@@ -1,5 +1,6 @@
 """cli (the command line): ``guardscan [TARGET] --arch sm120``, and the subcommands of
-``guardscan.commands`` (``explain``, ``check``, ``baseline``, ``diff``, ``gate``).
+``guardscan.commands`` (``explain``, ``check``, ``baseline``, ``diff``, ``gate``,
+``reports``).
 
 Exit codes (``results.ExitCode``): 0 the scan ran; 1 ``--fail-on`` matched a
 verdict; 2 bad usage or an unusable target (one line on stderr); 3 an internal
@@ -40,6 +41,7 @@ examples:
   guardscan diff sglang==0.5.9 sglang==0.5.23 --arch sm120
   guardscan baseline --arch sm120 .          (then: guardscan baseline --check .)
   guardscan gate --arch sm120 sglang==0.5.9  (--write edits the tree)
+  guardscan reports --arch sm120 sglang==0.5.9   (what the field saw, with links)
 
 subcommands (guardscan SUBCOMMAND --help for each):
 {subcommands}

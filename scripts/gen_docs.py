@@ -289,6 +289,7 @@ _BLOCK = re.compile(r"(?P<begin><!-- begin: (?P<name>[^\n]*?) -->\n)(?P<body>.*?
 #: Where each subcommand is documented, for the README's list; any other
 #: subcommand's page is ``docs/NAME.md``, which must exist.
 SUBCOMMAND_PAGES = {"explain": "docs/cli.md#one-evidence-chain",
+                    "reports": "docs/field-reports.md",
                     "baseline": "docs/pre-commit.md"}
 
 #: Width of the ``$ command`` line shown above an output; longer ones are wrapped.

@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "the verdicts that changed between two targets"),
     "gate": ("guardscan.commands.gate",
              "fail-fast checks for choices a kernel excludes (--write)"),
+    "reports": ("guardscan.commands.reports",
+                "the field reports that apply (crash, NaN, hang, works), with links"),
 }
 
 

@@ -1,0 +1,50 @@
+"""field: what people saw when they ran a backend choice, cited, beside the verdict.
+
+Half of what breaks on a new GPU never shows as a guard in the source: the
+server dies loading a kernel, prints NaN, or hangs. A field report records
+one such launch (release range, option and choice, archs, quantization,
+outcome, a one-line symptom) with the public thread that says so. Reports
+never decide a verdict; they are shown beside it.
+
+One module per concern: ``model`` (FieldReport, Outcome, the error),
+``load`` (reading and checking the bundled file, ``--reports`` files and a
+tree's ``.guardscan-reports.toml``) and ``match`` (which reports apply to a
+launch). The schema is ``data/field_reports.schema.json``; docs/field-reports.md
+says how to add a team's own reports.
+
+    from guardscan.field import load_reports, matching
+    reports = load_reports()
+    for report in matching(reports, "0.5.9", "0.6.3", "--moe-runner-backend",
+                           "flashinfer_cutedsl", "sm120", "modelopt_fp4"):
+        print(report.outcome, report.symptom, report.url)
+"""
+
+from guardscan.field.load import (
+    BUNDLED,
+    SCHEMA_VERSION,
+    TREE_FILE,
+    bundled_reports,
+    load_file,
+    load_reports,
+    parse_document,
+    tree_reports,
+)
+from guardscan.field.match import in_range, matching
+from guardscan.field.model import FieldReport, FieldReportError, KernelRange, Outcome
+
+__all__ = [
+    "BUNDLED",
+    "SCHEMA_VERSION",
+    "TREE_FILE",
+    "FieldReport",
+    "FieldReportError",
+    "KernelRange",
+    "Outcome",
+    "bundled_reports",
+    "in_range",
+    "load_file",
+    "load_reports",
+    "matching",
+    "parse_document",
+    "tree_reports",
+]
