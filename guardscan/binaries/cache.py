@@ -23,9 +23,9 @@ same file (wheels in guardscan's own cache are never rewritten in place).
 Example::
 
     >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> store_facts(root, "ab" * 32, "x.whl", {})
-    >>> load_facts(root, "ab" * 32)
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     store_facts(pathlib.Path(root), "ab" * 32, "x.whl", {})
+    ...     load_facts(pathlib.Path(root), "ab" * 32)
     {}
 """
 
