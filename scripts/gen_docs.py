@@ -246,11 +246,21 @@ def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:
 
 def verdicts_page() -> str:
     from guardscan import verdict
+    from guardscan.verdict import rules
 
     lines = ["# Verdicts", "", GENERATED, "",
-             (f"From `{_source_path(verdict)}`. Each (option, choice, architecture) gets "
-              "exactly one verdict; `safe_to_try` is true for `supported` and `unknown`."), "",
-             docstring_markdown(verdict.__doc__).rstrip(), ""]
+             (f"From `{_source_path(verdict)}` and one module per rule under "
+              f"`{_source_path(rules).removesuffix('__init__.py')}`. Each (option, choice, "
+              "architecture) gets exactly one verdict; `safe_to_try` is true for `supported` "
+              "and `unknown`."), "",
+             docstring_markdown(verdict.__doc__).rstrip(), "", "## Rules", "",
+             docstring_markdown(rules.__doc__).rstrip(), ""]
+    for rule in rules.RULES:
+        title, _, body = (inspect.getdoc(rule) or "").partition("\n")
+        lines += _section(f"`{rule.__name__.rsplit('.', 1)[-1]}`: {title.split(': ', 1)[-1]}",
+                          body.strip())
+        lines.insert(len(lines) - 2, f"In `{_source_path(rule)}`.")
+        lines.insert(len(lines) - 2, "")
     return about_itself("\n".join(lines).rstrip() + "\n", "docs/verdicts.md")
 
 

@@ -338,7 +338,7 @@ def test_code_fingerprint_covers_every_stage() -> None:
 
     package = Path(guardscan.__file__).resolve().parent
     files = {p.relative_to(package).as_posix() for p in code_files()}
-    for stage in ("scan.py", "verdict.py", "guards/interpreter.py", "link/gates.py",
+    for stage in ("scan.py", "verdict/ladder.py", "verdict/rules/gate.py", "guards/interpreter.py", "link/gates.py",
                   "options/catalog.py", "kernels/support.py", "names/resolver.py",
                   "memo/results.py"):
         assert stage in files, stage

@@ -1,4 +1,4 @@
-"""How a choice's kernel-library calls decide its verdict (``verdict._judge_kernels``).
+"""How a choice's kernel-library calls decide its verdict (``verdict.rules.kernels``).
 
 A stand-in kernel judge answers each call by its target, so each case pins one
 rule: required calls vs alternatives vs undecided ones, helpers that can
@@ -11,7 +11,8 @@ from guardscan.arch import Arch
 from guardscan.link import KernelCall
 from guardscan.predicate import Context, Device, OptionIs, Predicate, Tri, Unknown, conj
 from guardscan.results import Evidence
-from guardscan.verdict import KernelJudge, _judge_kernels, _kernel_helpers
+from guardscan.verdict import KernelJudge
+from guardscan.verdict.rules.kernels import judge_kernels, kernel_helpers
 
 DEST = "moe_runner_backend"
 EVERY = frozenset({"mine", "other", "third"})
@@ -57,13 +58,13 @@ NEUTRAL = (Tri.UNKNOWN, [])
 def decide(calls: list[KernelCall], judge: Judge,
            helpers: frozenset[tuple[str, str | None, str, int]] = frozenset(),
            ) -> tuple[str, list[Evidence]]:
-    false, true, mixed = _judge_kernels(None, calls, judge, CTX, SM120, EVERY,  # type: ignore[arg-type]
-                                        helpers=helpers)
-    if false:
-        return "unsupported", false
-    if true:
-        return "supported", true
-    return ("mixed" if mixed else "nothing"), mixed
+    outcome = judge_kernels(None, calls, judge, CTX, SM120, EVERY,  # type: ignore[arg-type]
+                            helpers=helpers)
+    if outcome.excluding:
+        return "unsupported", list(outcome.excluding)
+    if outcome.positive:
+        return "supported", list(outcome.positive)
+    return ("mixed" if outcome.caveats else "nothing"), list(outcome.caveats)
 
 
 def test_a_required_call_that_excludes_decides() -> None:
@@ -169,7 +170,7 @@ def test_arch_neutral_calls_do_not_count() -> None:
 def test_code_other_choices_run_makes_helpers() -> None:
     shared = call("shuffle", OptionIs(DEST, frozenset({"mine", "other"})))
     own = call("kernel")
-    helpers = _kernel_helpers([shared, own], DEST, "mine", EVERY, None)
+    helpers = kernel_helpers([shared, own], DEST, "mine", EVERY, None)
     assert helpers == {(shared.target, None, shared.rel, shared.line)}
     # the same target at a call site of its own is the choice's own call
-    assert _kernel_helpers([own], DEST, "mine", EVERY, None) == frozenset()
+    assert kernel_helpers([own], DEST, "mine", EVERY, None) == frozenset()

@@ -1,0 +1,67 @@
+"""verdicts (dirty): which choices' verdicts a changed finding or kernel call can change, for the incremental scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from guardscan.link import (
+    GATE_KINDS,
+    FindingKind,
+    Links,
+)
+from guardscan.predicate import (
+    Context,
+)
+from guardscan.results import OptionInfo
+from guardscan.verdict.values import about_choice
+
+__all__ = ['dirty_choices']
+
+
+def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
+                  links: Links | None = None) -> dict[str, set[str]]:
+    """The choices (by option dest) whose verdicts can read one of the
+    ``changed`` findings or kernel calls: by the rules of ``judge``, a gate
+    counts for the choices it is about, a default, doc or select for its
+    choice, an import gate for every choice, a kernel call for every choice;
+    and a choice that sets another option (an alias in ``links``, all of this
+    scan's findings) reads whatever that option's choice reads."""
+    dirty = _dirty_direct(changed, options, quantization)
+    aliases = [f for f in (*(links.findings if links is not None else ()), *changed.findings)
+               if f.kind == FindingKind.ALIAS and f.option and f.choice and len(f.target) == 2]
+    for alias in aliases:
+        dest, value = alias.target
+        if value in dirty.get(dest, ()):
+            dirty.setdefault(str(alias.option), set()).add(str(alias.choice))
+    return dirty
+
+
+def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
+                  ) -> dict[str, set[str]]:
+    dirty: dict[str, set[str]] = {}
+    options = list(options)
+    by_dest = {o.dest: o for o in options}
+    for finding in changed.findings:
+        if finding.option is None:  # a method-wide quantization gate
+            if finding.kind == FindingKind.QUANT_GATE and quantization is not None:
+                for each in options:
+                    dirty.setdefault(each.dest, set()).update(
+                        c for c in each.choices if about_choice(finding.condition, Context(
+                            options={each.dest: c}, quantization=quantization)))
+            continue
+        opt = by_dest.get(finding.option)
+        if opt is None:
+            continue
+        if finding.kind in GATE_KINDS:
+            dirty.setdefault(opt.dest, set()).update(
+                c for c in opt.choices if about_choice(finding.condition, Context(
+                    options={opt.dest: c}, quantization=quantization)))
+        elif finding.kind == FindingKind.IMPORT or finding.choice is None:
+            dirty.setdefault(opt.dest, set()).update(opt.choices)
+        else:
+            dirty.setdefault(opt.dest, set()).add(finding.choice)
+    for call in changed.kernel_calls:
+        if call.option in by_dest:
+            dirty.setdefault(call.option, set()).update(by_dest[call.option].choices)
+    return dirty

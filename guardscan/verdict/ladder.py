@@ -1,0 +1,158 @@
+"""verdicts (ladder): each choice judged on each arch, the rules' outcomes combined into one verdict, with the memo of judged choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from guardscan.arch import Arch, standard_archs
+from guardscan.evidence import FactKind, args_of
+from guardscan.index import Index
+from guardscan.link import (
+    GATE_KINDS,
+    Finding,
+    FindingKind,
+    KernelCall,
+    Links,
+)
+from guardscan.predicate import (
+    Const,
+    conj,
+)
+from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
+from guardscan.verdict.chain import dedupe_keep_last, mark_statuses
+from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge
+from guardscan.verdict.rules import gate as gate_rule
+from guardscan.verdict.rules import rule_for
+from guardscan.verdict.rules.kernels import carried_scope, for_choice, judge_kernels, kernel_helpers
+from guardscan.verdict.values import Shared, Values, about_sets, holding
+
+__all__ = ["judge"]
+
+
+def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
+          quantization: str | None, kernels: KernelJudge | None = None,
+          memo: JudgeMemo | None = None) -> list[BackendVerdict]:
+    """Verdicts for every choice of ``option`` on every arch in ``archs``.
+
+    ``memo``: the driver's store of judged choices. A choice it can reuse is
+    taken as it was, its kernel questions asked again (so the kernel
+    library's answers and diagnostics come out as in a scan from scratch);
+    every judged choice is handed to it to keep."""
+    kernels = kernels or KernelJudge()
+    findings = [f for f in links.findings if f.option == option.dest]
+    aliased = _aliased(links, option, findings)
+    findings = [f for f in findings if f.kind != FindingKind.ALIAS]
+    extra = [f for fs in aliased.values() for f in fs]
+    global_quant = [f for f in links.findings
+                    if f.kind == FindingKind.QUANT_GATE and f.option is None]
+    calls = [carried_scope(c) if quantization is None and c.backends else c
+             for c in links.kernel_calls if c.option == option.dest]
+    about: dict[int, frozenset[str]] | None = None
+    # while one option is judged the others hold their defaults (a launch that
+    # sets only this flag), and its twins that fall back to it are not given
+    unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
+    unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
+    shared = Shared(option.dest, unset, links.modes)
+    out: list[BackendVerdict] = []
+    for choice in option.choices:
+        old = memo.reuse(option.dest, choice) if memo is not None else None
+        if old is not None:
+            for call, arch in old.kernel_asks:
+                kernels.support(call, arch)
+            judged = old
+        else:
+            asking = Asking(kernels)
+            saved = index.recorder.open()
+            if about is None:
+                about = about_sets([*findings, *global_quant, *extra], option, quantization,
+                                    unset)
+            try:
+                verdicts = _judge_choice(index, option, choice,
+                                         [*findings, *aliased.get(choice, ())], global_quant,
+                                         calls, archs, quantization, asking, about, shared)
+            finally:
+                reads = index.recorder.close(saved, merge=False)
+            judged = Judged(reads, tuple(asking.asked), verdicts)
+        if memo is not None:
+            memo.keep(option.dest, choice, judged)
+        out.extend(judged.verdicts)
+    return out
+
+
+def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
+             ) -> dict[str, list[Finding]]:
+    """The gates a choice takes on from the options it sets (``alias``
+    findings): each gate of the other option, read with that option holding
+    the value the choice gives it, under the alias's condition, and shown
+    after the line that sets it."""
+    out: dict[str, list[Finding]] = {}
+    for alias in findings:
+        if alias.kind != FindingKind.ALIAS or alias.choice is None or len(alias.target) != 2:
+            continue
+        dest, value = alias.target
+        for gate in links.findings:
+            if gate.option != dest or gate.kind not in (*GATE_KINDS, FindingKind.IMPORT):
+                continue
+            cond = holding(gate.condition, dest, value)
+            if cond == Const(False):
+                continue
+            out.setdefault(alias.choice, []).append(Finding(
+                gate.kind, gate.rel, gate.line, conj(alias.condition, cond),
+                (*alias.hops, *gate.hops), option=option.dest, text=gate.text))
+    return out
+
+
+def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
+                  global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
+                  quantization: str | None, kernels: KernelJudge,
+                  about_sets: dict[int, frozenset[str]], shared: Shared) -> list[BackendVerdict]:
+    """The ladder: every rule's outcome for the choice on each arch, combined
+    into one verdict: blocked, else unsupported, else supported, else unknown."""
+    every = frozenset(option.choices)
+    platforms = dict(option.platforms)
+    all_archs = tuple(standard_archs())
+    origin = Evidence.of(option.path, option.line, Role.LINK.value,
+                         index.line_text(option.path, option.line), FactKind.OPTION,
+                         args_of(flag=option.flag))
+    out: list[BackendVerdict] = []
+    # whether a gate is about this choice at all does not depend on the arch
+    about = {key: choice in choices for key, choices in about_sets.items()}
+    values = Values(shared, choice, quantization)
+    # kernel calls that single out this choice (the same on every arch): by a
+    # test of the option on their path, or by the string the choice hands
+    # them; and the helpers among them
+    calls = [for_choice(c, choice) for c in calls
+             if c.backends and choice in dict(c.backends) or not c.backends and values.specific(
+                 c.condition, every)]
+    helpers = kernel_helpers(calls, option.dest, choice, every, quantization)
+    for arch in archs:
+        case = Case(index, option, choice, arch, values.context(arch), all_archs, every, values,
+                    quantization, about)
+        outcomes = [rule(finding, case) for finding in findings
+                    if (rule := rule_for(finding)) is not None]
+        if quantization is not None:
+            # a method-wide gate blocks or is a caveat; it is no choice's support
+            outcomes += [replace(gate_rule.judge(finding, case), positive=())
+                         for finding in global_quant]
+        outcomes.append(judge_kernels(index, calls, kernels, case.ctx, arch, every, values,
+                                      helpers))
+        blocking = [e for o in outcomes for e in o.blocking]
+        excluding = [e for o in outcomes for e in o.excluding]
+        positive = [e for o in outcomes for e in o.positive]
+        if blocking:
+            verdict, evidence = Verdict.BLOCKED, blocking
+        elif excluding:
+            verdict, evidence = Verdict.UNSUPPORTED, excluding
+        elif positive:
+            verdict, evidence = Verdict.SUPPORTED, positive
+        else:
+            verdict, evidence = Verdict.UNKNOWN, []
+        docs = [e for o in outcomes for e in o.docs]
+        caveats = [e for o in outcomes for e in o.caveats]
+        conditions = {c for o in outcomes for c in o.conditions}
+        # the deciding fact last: `explain` ends where the verdict was decided
+        chain = mark_statuses(dedupe_keep_last([origin, *docs, *caveats, *evidence]), verdict)
+        out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
+                                  tuple(chain), platforms.get(choice), tuple(sorted(conditions))))
+    return out

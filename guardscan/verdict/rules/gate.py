@@ -1,0 +1,92 @@
+"""verdict rule (gate): a raise or failing assert on the choice's path, blocked, a caveat, or positive evidence.
+
+What it judges
+    ``gate`` and ``quant-gate`` findings about the choice (their condition can
+    hold for it): the condition under which SGLang raises, evaluated for the
+    choice on the arch with the other options at their defaults.
+Why it matters
+    A gate that raises on the arch is SGLang's own refusal: ``blocked``. One
+    that depends on something guardscan cannot decide (model config, env, the
+    quantization method when not given) is a caveat that says what it depends
+    on. One that lets the arch through while it raises on others, because of
+    this choice's value, is positive evidence.
+Known limits
+    A gate that another value of a mode option would change says so in the
+    verdict's conditions; a method's requirement that only exempts other
+    choices is no support. Undecided atoms are taken as independent, which
+    errs toward a caveat, never toward ``blocked``.
+Example
+    ``if not is_sm100_supported(): raise ValueError(...)`` under
+    ``moe_runner_backend == "x"``: blocked on sm120, positive on sm100.
+"""
+
+from __future__ import annotations
+
+from guardscan.evidence import FactKind, args_of
+from guardscan.link import GATE_KINDS, Finding
+from guardscan.predicate import OptionIs, Tri, conj, neg
+from guardscan.results import Role
+from guardscan.verdict.chain import finding_evidence
+from guardscan.verdict.model import NOTHING, Case, Outcome
+from guardscan.verdict.rules.examples import DEST, Example, X, major, unknown
+from guardscan.verdict.values import raises_for
+
+__all__ = ["EXAMPLES", "KINDS", "judge"]
+
+KINDS = GATE_KINDS
+
+
+def judge(finding: Finding, case: Case) -> Outcome:
+    """One gate on one arch, when it is about the choice."""
+    if not case.about.get(id(finding), False):
+        return NOTHING
+    index, arch, values = case.index, case.arch, case.values
+    cond = finding.condition
+    value = values(cond, arch)
+    conditions: tuple[str, ...] = ()
+    if value is not Tri.UNKNOWN:
+        conditions = tuple(values.mode_conditions(cond, arch, value))
+    if value is Tri.TRUE:
+        return Outcome(blocking=tuple(finding_evidence(
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="raises", arch=arch.name, condition=cond.describe()))),
+            conditions=conditions)
+    if value is Tri.UNKNOWN:
+        could, methods, undecided = values.undecided_gate(cond, arch, case.every,
+                                                          list(case.all_archs))
+        if not could:
+            return NOTHING
+        if undecided is None:
+            # another choice's gate, or undecided on every arch alike
+            return Outcome(conditions=methods)
+        return Outcome(caveats=tuple(finding_evidence(
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="could-raise", arch=arch.name,
+                    undecided="; ".join(undecided)[:300]), guards=False)),
+            conditions=methods)
+    # the gate lets this arch through: positive evidence when it stops others,
+    # and raises because of this choice (a method's requirement that exempts
+    # some choices, ``if not is_blackwell() and not marlin: raise``, says
+    # nothing of the others' kernels)
+    if values.mentions(cond) and any(
+            values(cond, other) is Tri.TRUE for other in case.all_archs if other != arch) \
+            and raises_for(cond, values.context(arch)):
+        return Outcome(positive=tuple(finding_evidence(
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="admits", arch=arch.name, condition=cond.describe()))),
+            conditions=conditions)
+    return Outcome(conditions=conditions)
+
+
+#: What the rule returns on small cases (expanded into tests by tests/test_verdict_rules.py).
+EXAMPLES = (
+    Example("raises on the arch it excludes: blocked", "gate",
+            conj(X, neg(major("==", 10))), "sm120", "blocking", "raises"),
+    Example("admits the arch it needs while raising on others: positive", "gate",
+            conj(X, neg(major("==", 10))), "sm100", "positive", "admits"),
+    Example("undecided (a model property): a caveat, never blocked", "gate",
+            conj(X, neg(major("==", 10)), unknown("config.use_mla")), "sm120", "caveats",
+            "could-raise"),
+    Example("another choice's gate says nothing of this one", "gate",
+            conj(OptionIs(DEST, frozenset({"y"})), neg(major("==", 10))), "sm120", "nothing"),
+)

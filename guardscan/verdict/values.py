@@ -1,0 +1,248 @@
+"""verdicts (values): conditions evaluated for one choice on each arch, each once, and the questions the rules ask of them (could a gate raise, is it about this choice, does it raise because of it).
+"""
+
+from __future__ import annotations
+
+from guardscan.arch import Arch
+from guardscan.link import (
+    GATE_KINDS,
+    Finding,
+)
+from guardscan.predicate import (
+    And,
+    Const,
+    Context,
+    Not,
+    OptionIs,
+    Or,
+    Predicate,
+    QuantIs,
+    Tri,
+    atoms,
+    mentions_capability,
+    substitute,
+)
+from guardscan.results import OptionInfo
+
+__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'holding', 'possible', 'raises_for', 'specific', 'undecided_atoms']
+
+
+def possible(pred: Predicate, ctx: Context) -> bool:
+    """Could ``pred`` be TRUE on ``ctx`` for some value of what ``ctx`` leaves open?
+
+    Undecided atoms are treated as independent, which over-approximates (a
+    correlated ``x and not x`` counts as possible): it errs toward showing a
+    gate as a caveat, never toward calling a choice blocked.
+    """
+    return _may(pred, ctx)[0]
+
+
+def _may(pred: Predicate, ctx: Context) -> tuple[bool, bool]:
+    """(may be true, may be false)."""
+    if isinstance(pred, And):
+        parts = [_may(p, ctx) for p in pred.items]
+        return all(t for t, _ in parts), any(f for _, f in parts)
+    if isinstance(pred, Or):
+        parts = [_may(p, ctx) for p in pred.items]
+        return any(t for t, _ in parts), all(f for _, f in parts)
+    if isinstance(pred, Not):
+        may_true, may_false = _may(pred.item, ctx)
+        return may_false, may_true
+    value = pred.evaluate(ctx)
+    return value is not Tri.FALSE, value is not Tri.TRUE
+
+
+def undecided_atoms(pred: Predicate, ctx: Context) -> list[str]:
+    return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN})
+
+
+def holding(pred: Predicate, dest: str, value: str) -> Predicate:
+    """``pred`` with option ``dest`` holding ``value``: its tests decided."""
+    return substitute(pred, lambda atom: Const(value in atom.choices) if
+                      isinstance(atom, OptionIs) and atom.option == dest else None)
+
+
+def about_choice(cond: Predicate, choice_ctx: Context) -> bool:
+    """Can the gate's condition hold for this choice (on some arch)?"""
+    return cond.evaluate(choice_ctx) is not Tri.FALSE and possible(cond, choice_ctx)
+
+
+def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,
+                unset: dict[str, str] | None = None) -> dict[int, frozenset[str]]:
+    """The choices each gate is about (``about_choice``), by the gate's id.
+    A gate's condition depends on the choice only through its tests of this
+    option, so choices those tests cannot tell apart are decided together."""
+    about: dict[int, frozenset[str]] = {}
+    for finding in findings:
+        if finding.kind not in GATE_KINDS:
+            continue
+        tests = sorted({a.choices for a in atoms(finding.condition)
+                        if isinstance(a, OptionIs) and a.option == option.dest}, key=sorted)
+        groups: dict[tuple[bool, ...], list[str]] = {}
+        for choice in option.choices:
+            groups.setdefault(tuple(choice in t for t in tests), []).append(choice)
+        about[id(finding)] = frozenset(
+            c for members in groups.values() if about_choice(finding.condition, Context(
+                options={**(unset or {}), option.dest: members[0]}, quantization=quantization))
+            for c in members)
+    return about
+
+
+def specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
+    """Does the condition single out the option's value in ``ctx`` (not merely
+    allow it, as a test naming ``every`` choice would)? Code run for every
+    choice alike says nothing about one."""
+    for atom in atoms(cond):
+        if isinstance(atom, OptionIs) and atom.option in ctx.options and \
+                atom.evaluate(ctx) is Tri.TRUE and not every <= atom.choices:
+            return True
+    return False
+
+
+def raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
+    """Whether ``cond`` (a gate's failure condition) holds partly because of
+    an option value of ``ctx``: an option test that is TRUE there and that
+    makes the gate more likely to raise (not under an odd number of ``not``)."""
+    if isinstance(cond, (And, Or)):
+        return any(raises_for(item, ctx, positive) for item in cond.items)
+    if isinstance(cond, Not):
+        return raises_for(cond.item, ctx, not positive)
+    return positive and isinstance(cond, OptionIs) and cond.evaluate(ctx) is Tri.TRUE
+
+
+class Shared:
+    """What conditions come to for an option's choices, shared between
+    choices that the conditions' tests of the option cannot tell apart."""
+
+    def __init__(self, dest: str, unset: dict[str, str] | None = None,
+                 modes: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> None:
+        self.dest = dest
+        self.unset = unset or {}
+        self.modes = modes or {}
+        self.mode_atoms: dict[int, tuple[OptionIs, ...]] = {}
+        self.tests: dict[int, list[frozenset[str]]] = {}
+        self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
+        self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
+        self.mentions: dict[int, bool] = {}
+        self.undecided: dict[tuple[int, Arch, tuple[bool, ...]],
+                             tuple[bool, tuple[str, ...], list[str] | None]] = {}
+
+    def signature(self, pred: Predicate, choice: str) -> tuple[bool, ...]:
+        tests = self.tests.get(id(pred))
+        if tests is None:
+            tests = self.tests[id(pred)] = sorted(
+                {a.choices for a in atoms(pred) if isinstance(a, OptionIs) and a.option == self.dest},
+                key=sorted)
+        return tuple(choice in t for t in tests)
+
+
+class Values:
+    """Conditions evaluated on each arch for one choice, each once (and once
+    for the choices that cannot tell them apart)."""
+
+    def __init__(self, shared: Shared, choice: str, quantization: str | None) -> None:
+        self.shared, self.choice, self.quantization = shared, choice, quantization
+        self._contexts: dict[Arch, Context] = {}
+        self._signatures: dict[int, tuple[bool, ...]] = {}
+
+    def context(self, arch: Arch) -> Context:
+        ctx = self._contexts.get(arch)
+        if ctx is None:
+            ctx = self._contexts[arch] = Context(
+                arch=arch, options={**self.shared.unset, self.shared.dest: self.choice},
+                quantization=self.quantization)
+        return ctx
+
+    def _signature(self, pred: Predicate) -> tuple[bool, ...]:
+        signature = self._signatures.get(id(pred))
+        if signature is None:
+            signature = self._signatures[id(pred)] = self.shared.signature(pred, self.choice)
+        return signature
+
+    def __call__(self, pred: Predicate, arch: Arch) -> Tri:
+        key = (id(pred), arch, self._signature(pred))
+        value = self.shared.values.get(key)
+        if value is None:
+            value = self.shared.values[key] = pred.evaluate(self.context(arch))
+        return value
+
+    def _without_modes(self, cond: Predicate, arch: Arch) -> Tri:
+        """``cond`` on ``arch`` with the mode options not given."""
+        if not self.shared.modes:
+            return self(cond, arch)
+        ctx = self.context(arch)
+        options = {k: v for k, v in ctx.options.items() if k not in self.shared.modes}
+        return cond.evaluate(Context(arch=arch, options=options,
+                                     quantization=ctx.quantization))
+
+    def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
+        """What another value of a mode option that ``cond`` tests would do to
+        a gate that is ``now`` TRUE (raises) or FALSE at the modes' defaults:
+        ``not blocked with --deepep-mode normal``, ``blocked with ...``."""
+        if not self.shared.modes:
+            return []
+        tested = self.shared.mode_atoms.get(id(cond))
+        if tested is None:
+            tested = self.shared.mode_atoms[id(cond)] = tuple(
+                a for a in atoms(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes)
+        out: set[str] = set()
+        ctx = self.context(arch)
+        for atom in tested:
+            flag, choices = self.shared.modes[atom.option]
+            for value in choices:
+                if value == ctx.options.get(atom.option):
+                    continue
+                other = cond.evaluate(Context(arch=arch, options={**ctx.options,
+                                                                  atom.option: value},
+                                              quantization=ctx.quantization))
+                if now is Tri.TRUE and other is not Tri.TRUE:
+                    out.add(f"not blocked with {flag} {value}")
+                elif now is Tri.FALSE and other is Tri.TRUE:
+                    out.add(f"blocked with {flag} {value}")
+        return sorted(out)
+
+    def mentions(self, pred: Predicate) -> bool:
+        """``mentions_capability``, once per condition."""
+        known = self.shared.mentions.get(id(pred))
+        if known is None:
+            known = self.shared.mentions[id(pred)] = mentions_capability(pred)
+        return known
+
+    def undecided_gate(self, cond: Predicate, arch: Arch, every: frozenset[str],
+                       all_archs: list[Arch]) -> tuple[bool, tuple[str, ...], list[str] | None]:
+        """For a gate undecided on ``arch``: whether it could raise there; the
+        ``--quantization`` methods under which it does; and, when it is this
+        choice's architecture evidence, what it depends on (else None)."""
+        key = (id(cond), arch, self._signature(cond))
+        known = self.shared.undecided.get(key)
+        if known is None:
+            ctx = self.context(arch)
+            if not possible(cond, ctx):
+                known = (False, (), None)
+            else:
+                methods = []
+                if ctx.quantization is None:
+                    for atom in [a for a in atoms(cond) if isinstance(a, QuantIs)]:
+                        for method in sorted(atom.methods):
+                            if cond.evaluate(Context(arch=arch, options=ctx.options,
+                                                     quantization=method)) is Tri.TRUE:
+                                methods.append(f"blocked with --quantization {method}")
+                # another choice's gate (open only through other options), or
+                # undecided on every arch alike: not architecture evidence. A
+                # mode's default does not make it evidence: code testing a
+                # mode mostly serves another option's choice (DeepEP's modes)
+                evidence = self.specific(cond, every) and self.mentions(cond) and any(
+                    self._without_modes(cond, other) is not Tri.UNKNOWN
+                    for other in all_archs)
+                known = (True, tuple(methods), undecided_atoms(cond, ctx) if evidence else None)
+            self.shared.undecided[key] = known
+        return known
+
+    def specific(self, pred: Predicate, every: frozenset[str]) -> bool:
+        key = (id(pred), self._signature(pred))
+        value = self.shared.specific.get(key)
+        if value is None:
+            value = self.shared.specific[key] = specific(
+                pred, Context(options={**self.shared.unset, self.shared.dest: self.choice},
+                              quantization=self.quantization), every)
+        return value
