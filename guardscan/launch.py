@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
+from guardscan.memo.process import scan_once, tree_defines
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, OptionInfo, Role, ScanResult, Verdict
 
@@ -498,11 +499,6 @@ def judge_launch(result: ScanResult, launch: Launch, *,
 
 
 # -- the entry point -----------------------------------------------------------------------
-#: (target, arch names, quantization, flashinfer, cache dir, kernels, cache, offline)
-#: -> (result, package root); one process pays once for each.
-_SCANS: dict[tuple[object, ...], tuple[ScanResult, Path | None, tuple[str, ...] | None]] = {}
-
-
 def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
     from guardscan.scan import as_archs
 
@@ -524,56 +520,6 @@ def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
     if not out:
         raise NoArchError(NO_ARCH)
     return sorted(set(out))
-
-
-def _scan(target: str | None, archs: list[Arch], quantization: str | None,
-          flashinfer: str | None, cache_dir: Path | None, kernels: bool, use_cache: bool,
-          offline: bool, progress: Callable[[str], None] | None = None,
-          ) -> tuple[ScanResult, Path | None, tuple[str, ...] | None]:
-    from guardscan.acquire import default_cache_dir
-    from guardscan.scan import ScanOptions, analyse
-
-    resolved = (cache_dir or default_cache_dir()).expanduser().resolve()
-    key = (target, tuple(a.name for a in archs), quantization, flashinfer, str(resolved),
-           kernels, use_cache, offline)
-    if key not in _SCANS:
-        analysis = analyse(ScanOptions(target=target, archs=archs, quantization=quantization,
-                                       kernels=kernels, flashinfer=flashinfer,
-                                       cache_dir=cache_dir, use_cache=use_cache,
-                                       offline=offline, progress=progress))
-        tree = analysis.tree
-        quant = (analysis.catalog.quantization.choices if analysis.catalog is not None
-                 and analysis.catalog.quantization is not None else None)
-        _SCANS[key] = (analysis.result, tree.root, quant)
-    return _SCANS[key]
-
-
-_DEFINED: dict[tuple[str, str], bool] = {}
-
-
-def tree_defines(root: Path, package: str, flag: str) -> bool:
-    """Whether the tree under ``root / package`` defines ``flag`` although the
-    backend catalog does not hold it (it has no finite choices): the flag as a
-    quoted string (``add_argument("--x-y", ...)``), or its dest as an annotated
-    class field (``x_y: A[...]``, the field form of SGLang 0.5.23)."""
-    key = (str(root / package), flag)
-    if key in _DEFINED:
-        return _DEFINED[key]
-    dest = flag.lstrip("-").replace("-", "_").encode()
-    quoted = (f'"{flag}"'.encode(), f"'{flag}'".encode())
-    field_line = re.compile(rb"^[ \t]+" + re.escape(dest) + rb"[ \t]*:[ \t]*[A-Za-z_]",
-                            re.MULTILINE)
-    found = False
-    for path in sorted((root / package).rglob("*.py")):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if any(q in data for q in quoted) or (dest in data and field_line.search(data)):
-            found = True
-            break
-    _DEFINED[key] = found
-    return found
 
 
 def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
@@ -604,13 +550,13 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     quantization = given_q.value if given_q is not None else None
     choices: tuple[str, ...] | None = None
     try:
-        result, root, choices = _scan(target, archs, quantization, flashinfer, cache_dir,
+        result, root, choices = scan_once(target, archs, quantization, flashinfer, cache_dir,
                                       kernels, use_cache, offline, progress)
     except UnknownChoiceError as exc:
         if exc.flag != QUANTIZATION_FLAG:
             raise
         choices = exc.choices  # judged without it; the problem is reported
-        result, root, _ = _scan(target, archs, None, flashinfer, cache_dir, kernels,
+        result, root, _ = scan_once(target, archs, None, flashinfer, cache_dir, kernels,
                                 use_cache, offline, progress)
     package = result.target.package
     return judge_launch(

@@ -580,10 +580,11 @@ class Session:
 
         self._acquire_releases(args)
         # One process plays many: forget what an earlier command's scans left in
-        # memory (guardscan.launch keeps one per target string), as a new process would.
-        launch = sys.modules.get("guardscan.launch")
-        if launch is not None:
-            getattr(launch, "_SCANS", {}).clear()
+        # memory (guardscan.memo.process keeps one per target string), as a new
+        # process would.
+        process = sys.modules.get("guardscan.memo.process")
+        if process is not None:
+            getattr(process, "SCANS", {}).clear()
         with _documented_machine(self.root, self.cache), \
                 contextlib.redirect_stdout(_Stream("out", chunks)), \
                 contextlib.redirect_stderr(_Stream("err", chunks)):

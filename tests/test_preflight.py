@@ -239,7 +239,9 @@ def test_to_json(result: ScanResult) -> None:
 # -- the entry point -----------------------------------------------------------------------
 @pytest.fixture
 def fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(preflight_module, "_SCANS", {})
+    import guardscan.memo.process
+
+    monkeypatch.setattr(guardscan.memo.process, "SCANS", {})
 
 
 def test_preflight_scans_once_per_process(fresh_memo: None, tmp_path: Path,
