@@ -434,3 +434,46 @@ def test_substitute_fixes_atoms(pred: Predicate, ctx: Context) -> None:
             return TRUE if value is T else FALSE
         return None
     assert substitute(pred, fixed).evaluate(ctx) is pred.evaluate(ctx)
+
+
+# -- shortest form: what people read ------------------------------------------------------------
+def _classical(pred: object, assignment: dict[object, bool]) -> bool:
+    from guardscan.predicate import And, Not, Or
+
+    if isinstance(pred, And):
+        return all(_classical(i, assignment) for i in pred.items)
+    if isinstance(pred, Or):
+        return any(_classical(i, assignment) for i in pred.items)
+    if isinstance(pred, Not):
+        return not _classical(pred.item, assignment)
+    return assignment[pred]
+
+
+SHORTEST_CASES = [
+    # the dispatch reach of DeepEPMoE as the branch tests build it
+    ("disj(A, conj(neg(A), B), conj(neg(A), neg(B), C))", "a2a == mori or a2a == deepep or a2a == asc"),
+    ("Not(Not(conj(D, Not(Not(A)))))", "capability major == 10 and a2a == mori"),
+    ("conj(A, disj(A, B))", "a2a == mori"),
+    ("conj(A, D, disj(conj(A, D), B))", "a2a == mori and capability major == 10"),
+    ("conj(A, disj(neg(A), B))", "a2a == mori and a2a == deepep"),
+    ("Not(disj(Not(A), Not(B)))", "a2a == mori and a2a == deepep"),
+    ("Not(conj(A, B))", "not (a2a == mori and a2a == deepep)"),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), SHORTEST_CASES)
+def test_describe_prints_the_shortest_equivalent(expression: str, expected: str) -> None:
+    import itertools
+
+    from guardscan.predicate import Device, Not, OptionIs, atoms, conj, disj, neg, shortest
+
+    names = {"A": OptionIs("a2a", frozenset({"mori"})), "B": OptionIs("a2a", frozenset({"deepep"})),
+             "C": OptionIs("a2a", frozenset({"asc"})), "D": Device("major", "==", 10),
+             "conj": conj, "disj": disj, "neg": neg, "Not": Not}
+    pred = eval(expression, {}, names)  # our own test expressions, not scanned code
+    assert pred.describe() == expected
+    short = shortest(pred)
+    leaves = sorted(set(atoms(pred)), key=repr)
+    for values in itertools.product([False, True], repeat=len(leaves)):
+        assignment = dict(zip(leaves, values))
+        assert _classical(short, assignment) == _classical(pred, assignment), assignment

@@ -17,7 +17,16 @@ from guardscan.guards import Resolved, Vocabulary
 from guardscan.index import Index
 from guardscan.index.observe import FactsView
 from guardscan.link.model import Hop, HopRole
-from guardscan.predicate import OptionIs, Predicate, Unknown, atoms, conj, mentions_device, neg
+from guardscan.predicate import (
+    Not,
+    OptionIs,
+    Predicate,
+    Unknown,
+    atoms,
+    conj,
+    mentions_device,
+    neg,
+)
 
 __all__ = ["MAX_DEFINITION_HOPS", "Conditions", "option_atoms"]
 
@@ -104,7 +113,7 @@ class Conditions:
             if mentions_device(pred):
                 cond = facts.cond(signed)
                 hops.append(Hop(facts.rel, cond.line, HopRole.GUARD,
-                                ("" if signed > 0 else "not ") + pred.describe()))
+                                (pred if signed > 0 else Not(pred)).describe()))
                 shown = 0
                 for trel, tline in self.resolved(facts, signed).trail:
                     text = self.index.line_text(trel, tline)
