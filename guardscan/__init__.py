@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 #: public name -> module that defines it
 _EXPORTS = {
-    "scan": "guardscan.scan",
+    "scan": "guardscan.driver",
     "ScanResult": "guardscan.results",
     "BackendVerdict": "guardscan.results",
     "Evidence": "guardscan.results",
@@ -69,6 +69,7 @@ __all__ = [
 if TYPE_CHECKING:
     from guardscan.acquire import AcquireError
     from guardscan.arch import Arch, ArchError, NoArchError, parse_arch, parse_arch_list
+    from guardscan.driver import scan
     from guardscan.launch import Check, LocalGPUError, Preflight, Problem, preflight
     from guardscan.results import (
         BackendVerdict,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
         ScanResult,
         Verdict,
     )
-    from guardscan.scan import scan
 
 
 def __getattr__(name: str) -> Any:

@@ -72,7 +72,7 @@ def kernel_id(name: str) -> str:
 
 # -- building --------------------------------------------------------------------------------
 def build_graph(analysis: Any) -> nx.DiGraph[str]:
-    """The support graph of one analysis (``guardscan.scan.Analysis`` or anything
+    """The support graph of one analysis (``guardscan.driver.Analysis`` or anything
     with ``result``, ``links`` and optionally ``index`` / ``kernel_judge``)."""
     result = analysis.result
     graph: nx.DiGraph[str] = nx.DiGraph()

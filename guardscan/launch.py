@@ -500,7 +500,7 @@ def judge_launch(result: ScanResult, launch: Launch, *,
 
 # -- the entry point -----------------------------------------------------------------------
 def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
-    from guardscan.scan import as_archs
+    from guardscan.driver import as_archs
 
     if arch is None:
         raise NoArchError(NO_ARCH)
@@ -542,7 +542,7 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     ``AcquireError`` for an unusable target; every problem with the flags
     themselves is in the answer's ``problems``.
     """
-    from guardscan.scan import UnknownChoiceError
+    from guardscan.driver import UnknownChoiceError
 
     archs = _archs_of(arch)
     launch = parse_launch(argv)

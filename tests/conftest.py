@@ -73,7 +73,7 @@ def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _analyse(version: str, quantization: str | None = None, kernels: bool = False):  # type: ignore[no-untyped-def]
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     return analyse(ScanOptions(
         target=f"sglang=={version}", kernels=kernels, quantization=quantization,
@@ -105,7 +105,7 @@ def analysis_0523_modelopt_fp4(sglang_0523: SourceTree):  # type: ignore[no-unty
 @pytest.fixture(scope="session")
 def pair_059_063(sglang_059: SourceTree, flashinfer_063: SourceTree):  # type: ignore[no-untyped-def]
     """sglang 0.5.9 with the FlashInfer it pins (0.6.3), kernel facts on."""
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     return analyse(ScanOptions(
         target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
@@ -117,7 +117,7 @@ def pair_059_063(sglang_059: SourceTree, flashinfer_063: SourceTree):  # type: i
 @pytest.fixture(scope="session")
 def pair_0523_072(sglang_0523: SourceTree, flashinfer_072: SourceTree):  # type: ignore[no-untyped-def]
     """sglang 0.5.23 with the FlashInfer it pins (0.7.2), kernel facts on."""
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     return analyse(ScanOptions(
         target="sglang==0.5.23", flashinfer="flashinfer-python==0.7.2",

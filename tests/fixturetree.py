@@ -19,8 +19,8 @@ from pathlib import Path
 
 from guardscan.acquire import SourceTree, acquire
 from guardscan.arch import Arch, parse_arch_list
+from guardscan.driver import Analysis, ScanOptions, analyse
 from guardscan.results import BackendVerdict, Evidence, ScanResult
-from guardscan.scan import Analysis, ScanOptions, analyse
 
 __all__ = [
     "DEFAULT_SERVER_ARGS",

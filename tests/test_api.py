@@ -9,7 +9,7 @@ import pytest
 
 import guardscan
 from guardscan.arch import ArchError
-from guardscan.scan import as_archs
+from guardscan.driver import as_archs
 
 
 def test_every_exported_name_resolves() -> None:
@@ -40,3 +40,19 @@ def test_archs_take_cli_strings_and_arch_objects() -> None:
     assert [a.name for a in as_archs("GB10")] == ["sm121"]
     with pytest.raises(ArchError):
         as_archs(["sm12"])
+
+
+def test_scan_stays_the_function_whatever_was_imported_first() -> None:
+    """``guardscan.scan`` is the function even after the pipeline's own modules
+    are imported (a submodule named ``scan`` used to replace it, so
+    ``preflight(...)`` then ``scan(...)`` raised "module is not callable")."""
+    import subprocess
+    import sys
+
+    code = ("import guardscan, guardscan.launch, guardscan.driver\n"
+            "from guardscan.driver import ScanOptions\n"
+            "assert callable(guardscan.scan) and guardscan.scan.__module__ == 'guardscan.driver'\n"
+            "assert callable(guardscan.preflight)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr

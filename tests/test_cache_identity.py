@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import realtrees
 
+from guardscan.driver import ScanOptions, analyse
 from guardscan.results import ScanResult
-from guardscan.scan import ScanOptions, analyse
 
 
 def _scan(tree: Any, **options: Any) -> ScanResult:

@@ -47,7 +47,7 @@ LETTER = {"unknown": "u", "supported": "s", "blocked": "b", "unsupported": "x"}
 
 
 def _scan(version: str) -> ScanResult:
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     return analyse(ScanOptions(
         target=f"sglang=={version}", archs=[parse_arch(a) for a in ARCHS],

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from guardscan.arch import parse_arch
-from guardscan.scan import ScanOptions, analyse
+from guardscan.driver import ScanOptions, analyse
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "flow_dispatch_reach"
 MOE = "--moe-runner-backend"

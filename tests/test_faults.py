@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from fixturetree import fixture, line_of, run_scan, verdicts
 
+import guardscan.driver as scan_stage
 import guardscan.options.forms.argparse_calls as options_stage
-import guardscan.scan as scan_stage
 from guardscan.acquire import SourceTree
 from guardscan.arch import parse_arch
 from guardscan.guards import Vocabulary

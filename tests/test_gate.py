@@ -21,6 +21,7 @@ from fixturetree import fixture, line_of
 from guardscan.acquire import SourceTree
 from guardscan.arch import standard_archs
 from guardscan.cli import main
+from guardscan.driver import ScanOptions, analyse
 from guardscan.gate.guards import GuardFunction, choose_guard
 from guardscan.gate.placement import Placement
 from guardscan.gate.plan import MARK, Check
@@ -28,7 +29,6 @@ from guardscan.gate.write import apply_checks, check_source
 from guardscan.predicate import Tri
 from guardscan.report.answer import deciding_evidence
 from guardscan.results import BackendVerdict, Evidence, ScanResult
-from guardscan.scan import ScanOptions, analyse
 
 ARGS = "sglang/srt/server_args.py"
 

@@ -28,9 +28,9 @@ import realtrees
 from fixturetree import FIXTURES, run_scan
 
 from guardscan.arch import parse_arch_list
+from guardscan.driver import ScanOptions, analyse
 from guardscan.report import render
 from guardscan.results import ScanResult
-from guardscan.scan import ScanOptions, analyse
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("GUARDSCAN_UPDATE_GOLDEN") == "1"

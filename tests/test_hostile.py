@@ -31,10 +31,10 @@ import guardscan.acquire.wheel as wheel_mod
 from guardscan.acquire import AcquireError, acquire
 from guardscan.arch import parse_arch_list
 from guardscan.cli import main
+from guardscan.driver import ScanOptions, analyse
 from guardscan.index import MAX_FILE_BYTES
 from guardscan.index.extract import extract_facts, source_lines
 from guardscan.results import ExitCode, ScanResult
-from guardscan.scan import ScanOptions, analyse
 
 GATE = fixture("roles_gate")
 RUNNER = "sglang/srt/layers/moe/runner.py"

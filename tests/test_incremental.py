@@ -22,7 +22,7 @@ from fixturetree import FIXTURES, make_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardscan.scan import Analysis, ScanOptions, analyse
+from guardscan.driver import Analysis, ScanOptions, analyse
 
 #: fixture trees with the most kinds of guards in them
 TREES = sorted(p.name for p in FIXTURES.iterdir() if p.name.startswith(("guards_", "roles_")))
@@ -338,7 +338,7 @@ def test_code_fingerprint_covers_every_stage() -> None:
 
     package = Path(guardscan.__file__).resolve().parent
     files = {p.relative_to(package).as_posix() for p in code_files()}
-    for stage in ("scan.py", "verdict/ladder.py", "verdict/rules/gate.py", "guards/interpreter.py", "link/gates.py",
-                  "options/catalog.py", "kernels/support.py", "names/resolver.py",
+    for stage in ("driver.py", "verdict/ladder.py", "verdict/rules/gate.py",
+                  "guards/interpreter.py", "link/gates.py", "options/catalog.py", "kernels/support.py", "names/resolver.py",
                   "memo/results.py"):
         assert stage in files, stage

@@ -30,7 +30,7 @@ import pytest
 from fixturetree import FIXTURES, fixture
 
 from guardscan import cli
-from guardscan.scan import ScanOptions, analyse
+from guardscan.driver import ScanOptions, analyse
 
 GATE = fixture("roles_gate")
 RUNNER = "sglang/srt/layers/moe/runner.py"

@@ -27,7 +27,7 @@ def test_preflight_refuses_no_arch(arch: object) -> None:
 
 @pytest.mark.parametrize("archs", ["", [], [""], None])
 def test_scan_refuses_no_arch(archs: object) -> None:
-    from guardscan.scan import scan
+    from guardscan.driver import scan
 
     with pytest.raises(NoArchError):
         scan(FIXTURE, archs=archs)

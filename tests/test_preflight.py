@@ -246,16 +246,16 @@ def fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_preflight_scans_once_per_process(fresh_memo: None, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    import guardscan.scan
+    import guardscan.driver
 
     calls: list[object] = []
-    real = guardscan.scan.analyse
+    real = guardscan.driver.analyse
 
-    def counting(opts: guardscan.scan.ScanOptions) -> guardscan.scan.Analysis:
+    def counting(opts: guardscan.driver.ScanOptions) -> guardscan.driver.Analysis:
         calls.append(opts)
         return real(opts)
 
-    monkeypatch.setattr(guardscan.scan, "analyse", counting)
+    monkeypatch.setattr(guardscan.driver, "analyse", counting)
     target = str(fixture(TREE))
     first = guardscan.preflight(["--moe-runner-backend", "flashinfer_trtllm"], arch="sm120",
                                 target=target, kernels=False, cache_dir=tmp_path)

@@ -162,7 +162,7 @@ def test_kernel_answers_are_replayed_exactly(sglang_059: Any, flashinfer_063: An
     """The kernel-library answer cache gives the verdicts a scan without it gives:
     after a scan that asked other questions first (the replay), when every
     answer is stored (the library is then never read), and from a corrupt file."""
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     options = ["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend"]
 

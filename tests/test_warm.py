@@ -12,8 +12,8 @@ import pytest
 from fixturetree import FIXTURES, fixture
 
 from guardscan.acquire import acquire
+from guardscan.driver import ScanOptions, analyse
 from guardscan.memo.warm import Warmer, _warm, import_order
-from guardscan.scan import ScanOptions, analyse
 
 
 def _kernel_tree(tmp_path: Path) -> Path:

@@ -96,7 +96,7 @@ def load_pair(path: Path) -> list[Case]:
 def _analysis(sglang: str, quantization: str | None,
               cache_dir: str) -> tuple[dict[tuple[str, str, str], Any], tuple[tuple[str, str | None], ...]]:
     from guardscan.arch import parse_arch
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     analysis = analyse(ScanOptions(
         target=f"sglang=={sglang}", archs=[parse_arch(a) for a in ARCHS],

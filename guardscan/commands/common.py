@@ -119,7 +119,7 @@ def progress(quiet: bool, stream: IO[str] | None):  # type: ignore[no-untyped-de
 
 
 def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from guardscan.scan import ScanOptions
+    from guardscan.driver import ScanOptions
 
     args.arch_source = None
     if args.arch:
@@ -151,7 +151,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def analyse_args(args: argparse.Namespace, *, full: bool = False):  # type: ignore[no-untyped-def]
     """The scan, with its progress line cleared however it ends, refusing a
     target with nothing to judge (not SGLang, or its options unreadable)."""
-    from guardscan.scan import analyse
+    from guardscan.driver import analyse
 
     opts = scan_options(args)
     opts.full = full

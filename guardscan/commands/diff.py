@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _side(args: argparse.Namespace, label: str, target: str,
           flashinfer: str | None) -> tuple[ScanResult, str | None]:
     """One side's scan result (every backend option), its errors naming the side."""
-    from guardscan.scan import analyse
+    from guardscan.driver import analyse
 
     side = argparse.Namespace(**vars(args))
     side.target = target

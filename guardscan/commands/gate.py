@@ -26,7 +26,7 @@ from guardscan.results import ExitCode
 
 if TYPE_CHECKING:
     from guardscan.arch import Arch
-    from guardscan.scan import Analysis
+    from guardscan.driver import Analysis
 
 __all__ = ["build_parser", "run"]
 

@@ -2,7 +2,7 @@
 
 The stages (options, guards, link, kernels, verdicts) are written as plain
 functions of their inputs and never import this package. The driver,
-``guardscan.scan``, holds one :class:`ScanMemo` per scan and hands the
+``guardscan.driver``, holds one :class:`ScanMemo` per scan and hands the
 stages what records and replays: a linking-unit runner, a store of judged
 choices, the kernel library's answers. Each answer is reused only while what
 it read is unchanged, the way Salsa and rust-analyzer reuse queries:

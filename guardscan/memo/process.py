@@ -29,7 +29,7 @@ def scan_once(target: str | None, archs: list[Arch], quantization: str | None,
           offline: bool, progress: Callable[[str], None] | None = None,
           ) -> tuple[ScanResult, Path | None, tuple[str, ...] | None]:
     from guardscan.acquire import default_cache_dir
-    from guardscan.scan import ScanOptions, analyse
+    from guardscan.driver import ScanOptions, analyse
 
     resolved = (cache_dir or default_cache_dir()).expanduser().resolve()
     key = (target, tuple(a.name for a in archs), quantization, flashinfer, str(resolved),

@@ -2,7 +2,7 @@
 
 The stages are plain functions of their inputs and never import this package
 (as in ruff, where the linter never imports the cache). The driver
-(``guardscan.scan``) asks a :class:`ScanMemo` for what an earlier scan left
+(``guardscan.driver``) asks a :class:`ScanMemo` for what an earlier scan left
 and hands the stages the runners that record and replay:
 
 - the whole result, reused while nothing it read changed (``results``);
