@@ -37,10 +37,28 @@ def _no_local_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(guardscan.arch, "NVIDIA_SMI", "guardscan-tests-no-nvidia-smi")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--exhaustive", action="store_true",
+                     help="also run the tests marked exhaustive (every case of a matrix "
+                          "whose fixed sample runs by default)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _REAL_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.real)
+    # an option, not `-m "not exhaustive"` in addopts: a `-m` given on the
+    # command line (`-m "not real"`) would replace that one and bring them back.
+    # `releases` (a scan of many releases) is asked for by naming it in -m.
+    markexpr = config.getoption("markexpr") or ""
+    left_out = {"releases"} - ({"releases"} if "releases" in markexpr else set())
+    if not (config.getoption("--exhaustive") or "exhaustive" in markexpr):
+        left_out.add("exhaustive")
+    dropped = [item for item in items
+               if any(item.get_closest_marker(name) for name in left_out)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 @pytest.fixture(scope="session")
@@ -75,9 +93,10 @@ def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _analyse(version: str, quantization: str | None = None, kernels: bool = False):  # type: ignore[no-untyped-def]
     from guardscan.driver import ScanOptions, analyse
 
-    return analyse(ScanOptions(
-        target=f"sglang=={version}", kernels=kernels, quantization=quantization,
-        cache_dir=realtrees.shared_cache_dir(), offline=False))
+    with realtrees.one_at_a_time("analyse", version, quantization, kernels):
+        return analyse(ScanOptions(
+            target=f"sglang=={version}", kernels=kernels, quantization=quantization,
+            cache_dir=realtrees.shared_cache_dir(), offline=False))
 
 
 @pytest.fixture(scope="session")
@@ -107,11 +126,12 @@ def pair_059_063(sglang_059: SourceTree, flashinfer_063: SourceTree):  # type: i
     """sglang 0.5.9 with the FlashInfer it pins (0.6.3), kernel facts on."""
     from guardscan.driver import ScanOptions, analyse
 
-    return analyse(ScanOptions(
-        target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
-        options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
-                 "--moe-a2a-backend", "--attention-backend"],
-        cache_dir=realtrees.shared_cache_dir()))
+    with realtrees.one_at_a_time("pair", "0.5.9", "0.6.3"):
+        return analyse(ScanOptions(
+            target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
+            options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
+                     "--moe-a2a-backend", "--attention-backend"],
+            cache_dir=realtrees.shared_cache_dir()))
 
 
 @pytest.fixture(scope="session")
@@ -119,8 +139,9 @@ def pair_0523_072(sglang_0523: SourceTree, flashinfer_072: SourceTree):  # type:
     """sglang 0.5.23 with the FlashInfer it pins (0.7.2), kernel facts on."""
     from guardscan.driver import ScanOptions, analyse
 
-    return analyse(ScanOptions(
-        target="sglang==0.5.23", flashinfer="flashinfer-python==0.7.2",
-        options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
-                 "--moe-a2a-backend"],
-        cache_dir=realtrees.shared_cache_dir()))
+    with realtrees.one_at_a_time("pair", "0.5.23", "0.7.2"):
+        return analyse(ScanOptions(
+            target="sglang==0.5.23", flashinfer="flashinfer-python==0.7.2",
+            options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
+                     "--moe-a2a-backend"],
+            cache_dir=realtrees.shared_cache_dir()))

@@ -16,13 +16,21 @@ guardscan's caches, apart from your own scans' entries); else
 already on disk in ``$GUARDSCAN_TEST_SEED_WHEELS`` (default ``/tmp/wheels``)
 are copied into the cache instead of downloading them; without them the code
 path is the real one, ``pip download``.
+
+The suite runs in several processes (pytest-xdist), each with its own session
+fixtures; :func:`one_at_a_time` makes the first process that needs a release
+or a scan of one compute it while the others wait, then read it from the cache
+instead of computing it beside the first.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -31,7 +39,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from guardscan.acquire import SourceTree, acquire, spec_wheel_dir
 
-__all__ = ["flashinfer_tree", "sglang_tree", "shared_cache_dir"]
+__all__ = ["flashinfer_tree", "one_at_a_time", "sglang_tree", "shared_cache_dir"]
 
 _DEFAULT_SEED_DIR = "/tmp/wheels"
 
@@ -55,6 +63,28 @@ def shared_cache_dir(env: dict[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "guardscan-tests"
 
 
+@contextmanager
+def one_at_a_time(*key: object) -> Iterator[None]:
+    """Hold the lock named by ``key`` across the processes of this machine
+    (an advisory ``flock`` on a file in the shared cache) while the body runs.
+    The cache writes atomically either way: this only saves the work of two
+    processes computing the same release or scan at once."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): each process computes its own
+        yield
+        return
+    locks = shared_cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    with open(locks / f"{name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @cache
 def sglang_tree(version: str) -> SourceTree:
     """The SGLang release ``version`` (e.g. ``"0.5.9"``), from its wheel."""
@@ -69,8 +99,9 @@ def flashinfer_tree(version: str) -> SourceTree:
 
 def _release(spec: str, package: str) -> SourceTree:
     cache = shared_cache_dir()
-    _seed_from_local_wheels(spec, cache)
-    return acquire(spec, package, cache_dir=cache)
+    with one_at_a_time("release", spec):
+        _seed_from_local_wheels(spec, cache)
+        return acquire(spec, package, cache_dir=cache)
 
 
 def _seed_from_local_wheels(spec: str, cache: Path) -> None:

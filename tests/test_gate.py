@@ -160,8 +160,19 @@ def test_without_libcst_one_line_and_exit_2(
     code = main(["gate", "--arch", "sm120", "sglang==0.5.9", "--offline"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err == "guardscan: error: guardscan gate needs libcst: pip install " \
-                  "'guardscan[gate]'\n"
+    assert err == "guardscan: error: guardscan gate needs libcst (a dependency of " \
+                  "guardscan, missing here): pip install libcst\n"
+
+
+def test_libcst_comes_with_guardscan() -> None:
+    """``pip install .`` gives every command: libcst is required, not an extra."""
+    from importlib.metadata import requires
+
+    from packaging.requirements import Requirement
+
+    required = {Requirement(r).name for r in requires("guardscan") or []
+                if Requirement(r).marker is None}
+    assert "libcst" in required
 
 
 @pytest.mark.parametrize("arch", ["all", "sm100,sm120", "sm12"])

@@ -1,8 +1,13 @@
 """Golden snapshots: the reports as users see them, kept in tests/golden/ and
 reviewed like code, so that no change to what guardscan says goes unnoticed.
 
-- every fixture tree (fixtures/guards_*, options_*, roles_*): the text and JSON
-  reports, every option, every standard arch, SGLang only;
+- every fixture tree (fixtures/guards_*, options_*, roles_*, ...), every
+  option, every standard arch, SGLang only, as two small text files: the text
+  report (``NAME.txt``) and its verdicts with their evidence chains, one line
+  per link, path, line and role, no prose (``NAME.chains.txt``: it changes
+  when a verdict or a chain does, not when a note is reworded);
+- the JSON contract, once: one small fixture scanned with its kernel library
+  (``contract.json``: the shape outside tools read, every field it carries);
 - one real release, sglang 0.5.9 with the FlashInfer it pins (0.6.3): the
   text, JSON, SARIF and Markdown reports for three options on sm90, sm100 and
   sm120, the full text table (``--verbose``) of the same, and the default text
@@ -21,6 +26,7 @@ from __future__ import annotations
 import difflib
 import io
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -69,26 +75,78 @@ def check_golden(path: Path, actual: str) -> None:
                     f"update the snapshots (see this module's docstring):\n{diff[:6000]}")
 
 
+#: one arch's answer: verdict, platform, conditions, and the chain as
+#: (role, path:line, source line)
+Answer = tuple[str, "str | None", tuple[str, ...], tuple[tuple[str, str, str], ...]]
+
+
+def chains(result: ScanResult) -> str:
+    """Each choice's verdict per arch and the evidence chain that led to it, as
+    ``role path:line  source line``; archs with the same answer share a block."""
+    grouped: dict[tuple[str, str], dict[Answer, list[str]]] = {}
+    for b in result.backends:
+        chain = tuple((e.role, f"{e.path}:{e.line}", e.text) for e in b.evidence)
+        answer: Answer = (b.verdict.value, b.platform, b.conditions, chain)
+        grouped.setdefault((b.option, b.choice), {}).setdefault(answer, []).append(b.arch)
+    lines: list[str] = []
+    option = None
+    for (flag, choice), answers in grouped.items():
+        if flag != option:
+            lines += ["", flag] if lines else [flag]
+            option = flag
+        lines.append(f"  {choice}")
+        for (verdict, platform, conditions, chain), archs in answers.items():
+            only = f" ({platform} only)" if platform else ""
+            lines.append(f"    {' '.join(archs)}: {verdict}{only}")
+            lines += [f"      condition {condition}" for condition in conditions]
+            for role, where, text in chain:
+                text = text if len(text) <= 60 else text[:57] + "..."
+                lines.append(f"      {role:<8} {where}  {text}".rstrip())
+    if result.diagnostics:
+        lines += ["", "diagnostics"]
+        lines += [f"  {d.code} {d.path}:{d.line}" for d in sorted(result.diagnostics)]
+    return "\n".join(lines) + "\n"
+
+
 def test_every_sglang_fixture_tree_has_snapshots() -> None:
     assert SGLANG_TREES, "no fixture trees found"
     if not UPDATE:
-        missing = [n for n in SGLANG_TREES for s in ("txt", "json")
-                   if not (GOLDEN / "fixtures" / f"{n}.{s}").is_file()]
-        assert not missing, missing
+        wanted = {f"{n}{s}" for n in SGLANG_TREES for s in (".txt", ".chains.txt")}
+        there = {p.name for p in (GOLDEN / "fixtures").iterdir()}
+        assert not wanted - there, sorted(wanted - there)
+        # a fixture gone, or a per-fixture JSON twin back: the snapshots are these two
+        assert not there - wanted, sorted(there - wanted)
 
 
 @pytest.mark.parametrize("name", SGLANG_TREES)
 def test_fixture_reports(name: str) -> None:
     result = run_scan(FIXTURES / name)
-    for fmt in ("text", "json"):
-        check_golden(GOLDEN / "fixtures" / f"{name}.{SUFFIX[fmt]}", rendered(result, fmt))
+    check_golden(GOLDEN / "fixtures" / f"{name}.txt", rendered(result, "text"))
+    check_golden(GOLDEN / "fixtures" / f"{name}.chains.txt", chains(result))
+
+
+#: small, with its own kernel library: supported, unsupported and unknown
+#: verdicts, a kernel entry and a diagnostic (``platform`` and ``notes`` show in
+#: the real release's report.json; each fixture's conditions in its chains)
+CONTRACT_FIXTURE = "gate_hook"
+
+
+def test_json_contract() -> None:
+    tree = FIXTURES / CONTRACT_FIXTURE
+    with tempfile.TemporaryDirectory(prefix="guardscan-test-cache-") as cache:
+        result = analyse(ScanOptions(
+            target=str(tree), flashinfer=str(tree), options=["--moe-runner-backend"],
+            archs=parse_arch_list(["sm100,sm120"]), use_cache=False, offline=True,
+            cache_dir=Path(cache))).result
+    check_golden(GOLDEN / "contract.json", rendered(result, "json"))
 
 
 @pytest.fixture(scope="module")
 def real_pair(sglang_059: object, flashinfer_063: object) -> ScanResult:
-    return analyse(ScanOptions(
-        target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3", options=REAL_OPTIONS,
-        archs=parse_arch_list([REAL_ARCHS]), cache_dir=realtrees.shared_cache_dir())).result
+    with realtrees.one_at_a_time("golden", REAL_OPTIONS, REAL_ARCHS):
+        return analyse(ScanOptions(
+            target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3", options=REAL_OPTIONS,
+            archs=parse_arch_list([REAL_ARCHS]), cache_dir=realtrees.shared_cache_dir())).result
 
 
 @pytest.mark.real
@@ -105,9 +163,10 @@ def test_real_release_full_table(real_pair: ScanResult) -> None:
 
 @pytest.fixture(scope="module")
 def real_sm120(sglang_059: object, flashinfer_063: object) -> ScanResult:
-    return analyse(ScanOptions(
-        target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
-        archs=parse_arch_list(["sm120"]), cache_dir=realtrees.shared_cache_dir())).result
+    with realtrees.one_at_a_time("golden", "sm120"):
+        return analyse(ScanOptions(
+            target="sglang==0.5.9", flashinfer="flashinfer-python==0.6.3",
+            archs=parse_arch_list(["sm120"]), cache_dir=realtrees.shared_cache_dir())).result
 
 
 @pytest.mark.real

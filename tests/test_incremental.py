@@ -95,31 +95,78 @@ EDITS = ["comment", "helper", "raising-helper", "top-line", "rebind-first-name",
 EMPTY_FILE_EDITS = ["comment", "helper", "raising-helper", "star-import"]
 
 
+def _edit_cases(name: str) -> list[tuple[Path, str]]:
+    """Every (file, edit) of a fixture tree: the whole matrix."""
+    source = FIXTURES / name
+    cases = []
+    for rel in sorted(p.relative_to(source) for p in source.rglob("*.py")):
+        empty = not (source / rel).read_text(encoding="utf-8").strip()
+        cases += [(rel, how) for how in (EMPTY_FILE_EDITS if empty else EDITS)]
+    return cases
+
+
+def _sampled_edit_cases(name: str) -> list[tuple[Path, str]]:
+    """A few cases of the matrix, the same every run: on each tree, a comment
+    (never read, so always cut off), two other edits of a file with content and
+    one of an empty file, each rotating with the tree's place in TREES so that
+    the sample as a whole applies every edit, twice or more, to varied files."""
+    number = TREES.index(name)
+    cases = _edit_cases(name)
+    full = [c for c in cases if c[1] == "top-line"]  # the edits any non-empty file gets
+    empty = [c for c in cases if (c[0], "top-line") not in full and c[1] == "comment"]
+    picked = []
+    others = [how for how in EDITS if how != "comment"]
+    for step, how in enumerate(("comment", others[2 * number % len(others)],
+                                others[(2 * number + 1) % len(others)])):
+        rel = full[(number + step) % len(full)][0]
+        picked.append((rel, how))
+    if empty:
+        rel = empty[number % len(empty)][0]
+        picked.append((rel, EMPTY_FILE_EDITS[number % len(EMPTY_FILE_EDITS)]))
+    return sorted(set(picked), key=cases.index)
+
+
+def _check_edits(name: str, cases: list[tuple[Path, str]], tmp_path: Path) -> None:
+    source = FIXTURES / name
+    reused = comments = 0
+    for number, (rel, how) in enumerate(cases):
+        root = tmp_path / f"{number}-{how}"
+        shutil.copytree(source, root)
+        cache = tmp_path / "cache"
+        assert _analyse(root, cache).cache == "no stored result"
+        if not _edit(root / rel, how):
+            continue
+        comments += how == "comment"
+        after = _analyse(root, cache)
+        assert _json(after) == _fresh(root, tmp_path), (rel, how, after.cache)
+        if after.cache.startswith("reused"):
+            reused += 1
+            assert "are not read by the scan" in after.cache
+        # the entry now describes the changed tree: nothing to compare next time
+        again = _analyse(root, cache)
+        assert again.cache.startswith("reused"), (rel, how, again.cache)
+        shutil.rmtree(root)
+    # comments are never read: each file's comment edit at least was cut off
+    assert reused >= comments > 0
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_sampled_edits_give_what_a_scan_from_scratch_gives(name: str, tmp_path: Path) -> None:
+    """The default run's share of the matrix below (see ``_sampled_edit_cases``)."""
+    _check_edits(name, _sampled_edit_cases(name), tmp_path)
+
+
+def test_the_sample_applies_every_edit() -> None:
+    sampled = {how for name in TREES for _rel, how in _sampled_edit_cases(name)}
+    assert sampled == set(EDITS), set(EDITS) - sampled
+
+
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("name", TREES)
 def test_every_edit_gives_what_a_scan_from_scratch_gives(name: str, tmp_path: Path) -> None:
-    source = FIXTURES / name
-    files = sorted(p.relative_to(source) for p in source.rglob("*.py"))
-    reused = 0
-    for number, rel in enumerate(files):
-        empty = not (source / rel).read_text(encoding="utf-8").strip()
-        for how in EMPTY_FILE_EDITS if empty else EDITS:
-            root = tmp_path / f"{number}-{how}"
-            shutil.copytree(source, root)
-            cache = tmp_path / "cache"
-            assert _analyse(root, cache).cache == "no stored result"
-            if not _edit(root / rel, how):
-                continue
-            after = _analyse(root, cache)
-            assert _json(after) == _fresh(root, tmp_path), (rel, how, after.cache)
-            if after.cache.startswith("reused"):
-                reused += 1
-                assert "are not read by the scan" in after.cache
-            # the entry now describes the changed tree: nothing to compare next time
-            again = _analyse(root, cache)
-            assert again.cache.startswith("reused"), (rel, how, again.cache)
-            shutil.rmtree(root)
-    # comments are never read: each file's comment edit at least was cut off
-    assert reused >= len(files)
+    """Every edit to every file of every tree (about 930 cases, two minutes):
+    ``pytest --exhaustive``."""
+    _check_edits(name, _edit_cases(name), tmp_path)
 
 
 _LINES = st.sampled_from([

@@ -18,6 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import realtrees
+
 TRUTH_DIR = Path(__file__).resolve().parent / "truth"
 ARCHS = ("sm80", "sm90", "sm100", "sm120")
 VERDICTS = ("blocked", "unsupported", "supported", "unknown")
@@ -98,9 +100,10 @@ def _analysis(sglang: str, quantization: str | None,
     from guardscan.arch import parse_arch
     from guardscan.driver import ScanOptions, analyse
 
-    analysis = analyse(ScanOptions(
-        target=f"sglang=={sglang}", archs=[parse_arch(a) for a in ARCHS],
-        quantization=quantization, kernels=True, cache_dir=Path(cache_dir)))
+    with realtrees.one_at_a_time("truth", sglang, quantization, cache_dir):
+        analysis = analyse(ScanOptions(
+            target=f"sglang=={sglang}", archs=[parse_arch(a) for a in ARCHS],
+            quantization=quantization, kernels=True, cache_dir=Path(cache_dir)))
     table = {(b.option, b.choice, b.arch): b for b in analysis.result.backends}
     kernels = tuple((k.package, k.version) for k in analysis.result.kernels)
     return table, kernels

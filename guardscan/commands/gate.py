@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "run"]
 
-INSTALL_HINT = "guardscan gate needs libcst: pip install 'guardscan[gate]'"
+#: libcst is one of guardscan's dependencies: without it the install is broken
+INSTALL_HINT = "guardscan gate needs libcst (a dependency of guardscan, missing here): " \
+    "pip install libcst"
 
 
 def build_parser() -> argparse.ArgumentParser:
