@@ -24,7 +24,10 @@ from guardscan.acquire import SourceTree
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = "python/sglang/srt/layers/attention/attention_registry.py"
-PRE_COMMIT = shutil.which("pre-commit")
+#: the test extra installs it beside this Python: a venv's bin/ (the README's
+#: test command, .ci/run) is not on PATH unless the venv is activated
+PRE_COMMIT = (shutil.which("pre-commit", path=str(Path(sys.executable).parent))
+              or shutil.which("pre-commit"))
 GIT = shutil.which("git")
 
 pytestmark = [
