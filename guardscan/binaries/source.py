@@ -106,12 +106,12 @@ def _check_span(name: str, size: int, offset: int, length: int) -> None:
         raise Malformed("truncated", offset + length, size)
 
 
-class BytesSource:
-    """``data`` in memory, read at offsets."""
+class _Source:
+    """What every source shares: its name and size, and closing it on leaving
+    a ``with`` block (a source with nothing to release closes as a no-op)."""
 
-    def __init__(self, data: bytes, name: str = "<bytes>") -> None:
-        self._data = data
-        self._name = name
+    _name: str
+    _size: int
 
     @property
     def name(self) -> str:
@@ -119,7 +119,25 @@ class BytesSource:
 
     @property
     def size(self) -> int:
-        return len(self._data)
+        return self._size
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BytesSource(_Source):
+    """``data`` in memory, read at offsets."""
+
+    def __init__(self, data: bytes, name: str = "<bytes>") -> None:
+        self._data = data
+        self._name = name
+        self._size = len(data)
 
     random_access = True
     passes = 1
@@ -135,7 +153,7 @@ class BytesSource:
         return self._data.find(needle, max(start, 0), min(end, len(self._data)))
 
 
-class FileSource:
+class FileSource(_Source):
     """A file (or ``size`` bytes of it from ``base``: a stored zip member),
     read with ``os.pread``; use as a context manager, or ``close()``."""
 
@@ -153,24 +171,10 @@ class FileSource:
         self._base = base
         self._name = name if name is not None else os.fspath(path)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def size(self) -> int:
-        return self._size
 
     random_access = True
     passes = 1
@@ -251,7 +255,7 @@ class InflateReader:
         self._file.close()
 
 
-class ForwardSource:
+class ForwardSource(_Source):
     """``size`` bytes from a stream that ``open_stream`` starts afresh each
     pass; reads behind the retained window start a new pass."""
 
@@ -266,24 +270,10 @@ class ForwardSource:
         self._pos = 0  # offset just past the last byte taken from the stream
         self._ended = False
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def close(self) -> None:
         if self._stream is not None:
             self._stream.close()
             self._stream = None
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def size(self) -> int:
-        return self._size
 
     random_access = False
 

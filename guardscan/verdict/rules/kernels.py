@@ -27,9 +27,7 @@ from dataclasses import replace
 from guardscan.arch import Arch
 from guardscan.evidence import Status
 from guardscan.index import Index
-from guardscan.link import (
-    KernelCall,
-)
+from guardscan.link import KernelCall
 from guardscan.predicate import (
     Const,
     Context,
