@@ -14,7 +14,8 @@ when such an expression looks like an architecture guard, an
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from guardscan.guards.interpreter import Interpreter
 from guardscan.guards.lookup import MODULE_END
@@ -50,14 +51,41 @@ class Vocabulary:
         self._interpreter = Interpreter(index, self.options, self._stack)
         self._reported: set[tuple[str, int, str]] = set()
         #: this scan's answers to outside questions; answers of an earlier scan
-        #: still valid; the questions asked since ``asked`` was set (or None)
+        #: still valid (``resume``)
         self.answers: dict[QueryKey, Answer] = {}
         self.stored: Mapping[QueryKey, Answer] = {}
         #: answers of an earlier scan that a change may have touched
         self.former: Mapping[QueryKey, Answer] = {}
-        self.asked: list[QueryKey] | None = None
-        #: when set, answers keep their reads as numbers in this table
-        self.reads_table: Table | None = None
+        #: the questions asked inside ``noting_questions`` (else None)
+        self._asked: list[QueryKey] | None = None
+        #: when set (``keep_reads_in``), answers keep their reads as numbers in this table
+        self._reads_table: Table | None = None
+
+    # -- what a recording runner asks of the vocabulary (``guardscan.memo``) ------------
+
+    def resume(self, stored: Mapping[QueryKey, Answer],
+               former: Mapping[QueryKey, Answer]) -> None:
+        """Start from an earlier scan's answers: ``stored``, those nothing
+        changed for (taken as they are); ``former``, those a change may have
+        touched (asked again, compared by ``same_answer``)."""
+        self.stored, self.former = stored, former
+
+    def keep_reads_in(self, table: Table) -> None:
+        """From now on, an answer keeps its reads as numbers of ``table``."""
+        self._reads_table = table
+
+    @contextmanager
+    def noting_questions(self) -> Iterator[list[QueryKey]]:
+        """The questions asked while the block runs, in order, repeats kept."""
+        outer, self._asked = self._asked, []
+        try:
+            yield self._asked
+        finally:
+            self._asked = outer
+
+    def stored_answer(self, key: QueryKey) -> Answer | None:
+        """This scan's answer to ``key``, else the earlier scan's kept one."""
+        return self.answers.get(key) or self.stored.get(key)
 
     def release_caches(self) -> None:
         """Forget every memo. They only save time, and they hold on to most of the
@@ -88,11 +116,11 @@ class Vocabulary:
                     value, diagnostic = failed_answer(key, exc)
                 finally:
                     reads = recorder.close(saved, merge=False)
-                answer = Answer(value, diagnostic, self.reads_table.encode(reads)
-                                if self.reads_table is not None else reads)
+                answer = Answer(value, diagnostic, self._reads_table.encode(reads)
+                                if self._reads_table is not None else reads)
             self.answers[key] = answer
-        if self.asked is not None:
-            self.asked.append(key)
+        if self._asked is not None:
+            self._asked.append(key)
         if report and answer.diagnostic is not None:
             self.report(answer.diagnostic)
         return answer.value
@@ -103,14 +131,14 @@ class Vocabulary:
         kind, text, rel, scope, line = key
         if old is None:
             return False
-        asked, self.asked = self.asked, None
+        asked, self._asked = self._asked, None
         try:
             if kind == "p":
                 self.predicate(text, rel, scope, line, report=False)
             else:
                 self.value(text, rel, scope, line)
         finally:
-            self.asked = asked
+            self._asked = asked
         new = self.answers[key]
         return new.value == old.value and new.diagnostic == old.diagnostic
 

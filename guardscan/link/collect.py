@@ -14,11 +14,14 @@ from typing import Protocol
 
 from guardscan.guards import OptionModel, Vocabulary
 from guardscan.index import Index
+from guardscan.link.conditions import Conditions
 from guardscan.link.context import LinkContext
 from guardscan.link.dict_registries import DictRegistries, choice_keys
+from guardscan.link.gates import Gates
 from guardscan.link.help_claims import help_claims
 from guardscan.link.model import Links
 from guardscan.link.named import NamedModules
+from guardscan.link.quantization import QuantizationMethods
 from guardscan.link.regions import RegisteredRegions
 from guardscan.link.units import Units
 from guardscan.results import OptionInfo
@@ -78,10 +81,16 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
                   modes: Sequence[OptionInfo] = ()) -> Links:
     """Every finding for every option, from the files that can hold one, unit
     by unit through ``units`` (the plain runner when None; the driver may pass
-    one that records and replays units, see ``guardscan.link.units``)."""
-    ctx = LinkContext(index, vocab, options, quantization, kernel_packages, units)
-    units = ctx.units
-    units.bind(ctx)
+    one that records and replays units, see ``guardscan.link.units``). Each
+    part is handed the inputs and exactly the parts it calls on; each unit
+    returns what it found, which goes into the links here."""
+    ctx = LinkContext.of(index, vocab, options, quantization, kernel_packages)
+    units = units if units is not None else Units()
+    conditions = Conditions(index, vocab)
+    quant = QuantizationMethods(ctx, conditions, units.took_context)
+    gates = Gates(ctx, conditions, quant, units.already_followed)
+    units.bind(ctx, quant.condition_unlogged)
+    links = Links()
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []
     candidates = _with_indirect(index, candidates, tokens)
@@ -93,31 +102,32 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         index.prefetch(candidates)  # cold: parse on every core
     elif index.after_prefetch is not None:
         index.after_prefetch()
-    units.unit(("quantization",), ctx.quant.scan, (ctx.quant.state, ctx.quant.restore_state))
+    links.add(units.unit(("quantization",), quant.scan, (quant.state, quant.restore_state)))
     # the last whole-tree pre-filter is done: the tree's text need not stay in
     # memory beside the facts (68 MB for sglang 0.5.23)
     index.release_text()
-    quant_files = sorted({rel for rel, _ in ctx.quant.context} - set(candidates))
+    quant_files = sorted({rel for rel, _ in quant.context} - set(candidates))
     for rel in [*candidates, *quant_files]:
-        units.unit(("file", rel), partial(ctx.gates.scan_file, rel))
+        links.add(units.unit(("file", rel), partial(gates.scan_file, rel)))
     for rel in candidates:
-        units.unit(("follow", rel), partial(ctx.gates.follow_region_calls, rel))
-    registered = RegisteredRegions(ctx)
+        links.add(units.unit(("follow", rel), partial(gates.follow_region_calls, rel)))
+    registered = RegisteredRegions(ctx, gates)
     for rel in registering:
-        units.unit(("registered", rel), partial(registered.scan, rel))
+        links.add(units.unit(("registered", rel), partial(registered.scan, rel)))
     dicts = DictRegistries(ctx, registered)
     for rel in tables:
-        units.unit(("table", rel), partial(dicts.scan, rel))
-    named = NamedModules(ctx)
+        links.add(units.unit(("table", rel), partial(dicts.scan, rel)))
+    named = NamedModules(ctx, conditions)
     for dest, choice, rel in named.modules():
-        units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel))
-    ctx.links.findings.extend(help_claims(options))
-    ctx.links.unset = unset_twins(options)
+        links.add(units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel)))
+    links.findings.extend(help_claims(options))
+    links.quant_methods = dict(quant.methods)
+    links.unset = unset_twins(options)
     # while judging, the other options and the mode options hold their defaults
-    ctx.links.defaults = default_choices([*options, *modes])
-    ctx.links.modes = {m.dest: (m.flag, m.choices) for m in modes}
+    links.defaults = default_choices([*options, *modes])
+    links.modes = {m.dest: (m.flag, m.choices) for m in modes}
     units.finish()
-    return ctx.links
+    return links
 
 
 def _with_indirect(index: Index, candidates: list[str], tokens: list[str]) -> list[str]:

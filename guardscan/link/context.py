@@ -1,41 +1,37 @@
-"""link (context): what every part of linking shares for one scan.
+"""link (context): the inputs every part of linking reads for one scan.
 
-The tree's index, the vocabulary, the options, what has been found so far
-(``links``), and the collaborators the concerns call on each other through:
-``conditions`` (paths and guards), ``units`` (running and replaying units),
-``quant`` (the quantization methods' code) and ``gates`` (gates found by
-following calls).
+The tree's index, the vocabulary, the options, the ``--quantization`` option
+and the kernel-library packages: inputs only. What the parts find, each unit
+returns (``link.model.Found``); the parts that call on each other are handed
+exactly the collaborators they use when ``link.collect`` builds them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
-from guardscan.link.conditions import Conditions
-from guardscan.link.gates import Gates
-from guardscan.link.model import Links
-from guardscan.link.quantization import QuantizationMethods
-from guardscan.link.units import Units
 from guardscan.results import OptionInfo
 
 __all__ = ["LinkContext"]
 
 
+@dataclass(frozen=True, eq=False)
 class LinkContext:
-    def __init__(self, index: Index, vocab: Vocabulary, options: list[OptionInfo],
-                 quantization: OptionInfo | None,
-                 kernel_packages: Iterable[str] = ("flashinfer",),
-                 units: Units | None = None) -> None:
-        self.index = index
-        self.vocab = vocab
-        self.options = options
-        self.quantization = quantization
-        self.kernel_packages = set(kernel_packages)
-        self.dests = {o.dest for o in options}
-        self.links = Links()
-        self.conditions = Conditions(index, vocab)
-        self.units = units if units is not None else Units()
-        self.quant = QuantizationMethods(self)
-        self.gates = Gates(self)
+    index: Index
+    vocab: Vocabulary
+    options: tuple[OptionInfo, ...]
+    quantization: OptionInfo | None
+    kernel_packages: frozenset[str]
+    dests: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dests", frozenset(o.dest for o in self.options))
+
+    @classmethod
+    def of(cls, index: Index, vocab: Vocabulary, options: Iterable[OptionInfo],
+           quantization: OptionInfo | None,
+           kernel_packages: Iterable[str] = ("flashinfer",)) -> LinkContext:
+        return cls(index, vocab, tuple(options), quantization, frozenset(kernel_packages))

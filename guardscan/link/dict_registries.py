@@ -20,7 +20,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from guardscan.guards import ClassV, FuncV
-from guardscan.link.model import Hop, HopRole
+from guardscan.link.model import Found, Hop, HopRole
 from guardscan.link.regions import RegisteredRegions
 from guardscan.syntax import parse_expr
 
@@ -44,12 +44,12 @@ class DictRegistries:
         self.ctx = ctx
         self.regions = regions
 
-    def scan(self, rel: str) -> None:
+    def scan(self, rel: str) -> Found:
         """The code filed under each choice in the tables of ``rel``."""
-        ctx = self.ctx
+        ctx, out = self.ctx, Found()
         facts = ctx.index.view(rel)
         if facts is None:
-            return
+            return out
         for assign in facts.assigns:
             if assign.scope or len(assign.targets) != 1:
                 continue
@@ -72,7 +72,9 @@ class DictRegistries:
                     hop = Hop(rel, getattr(key, "lineno", 0) + assign.line - 1 or assign.line,
                               HopRole.LINK, f"{assign.targets[0]}[{choice!r}]")
                     for each in (dest, *self.regions.twins(dest)):
-                        self.regions.scan_region(target.rel, target.qualname, each, choice, hop)
+                        self.regions.scan_region(target.rel, target.qualname, each, choice, hop,
+                                                 out)
+        return out
 
     def _choices(self, dest: str) -> tuple[str, ...]:
         return next((o.choices for o in self.ctx.options if o.dest == dest), ())

@@ -11,7 +11,7 @@ calls that leave the tree for the kernel library become ``KernelCall``\\ s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from guardscan.guards import (
@@ -29,7 +29,7 @@ from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
-from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
+from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.predicate import (
     Const,
     Context,
@@ -44,7 +44,9 @@ from guardscan.predicate import (
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
+    from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
+    from guardscan.link.quantization import QuantizationMethods
 
 __all__ = ["FOLLOW_DEPTH", "Gates", "backend_argument", "backend_choices", "literal_backend"]
 
@@ -53,40 +55,48 @@ FOLLOW_DEPTH = 2
 
 
 class Gates:
-    def __init__(self, ctx: LinkContext) -> None:
-        self.ctx = ctx
+    """``already_followed``: the scan's record of calls followed (a call
+    followed once for a choice under a condition is not followed again)."""
 
-    def scan_file(self, rel: str) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions, quant: QuantizationMethods,
+                 already_followed: Callable[[tuple[str, str, str]], bool]) -> None:
+        self.ctx = ctx
+        self.conditions = conditions
+        self.quant = quant
+        self.already_followed = already_followed
+
+    def scan_file(self, rel: str) -> Found:
         """Gates and defaults anywhere in one file."""
-        ctx = self.ctx
+        ctx, out = self.ctx, Found()
         facts = ctx.index.view(rel)
         if facts is None:
-            return
-        for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
+            return out
+        for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
             if not mentions_device(cond):
                 continue
-            cond = ctx.quant.qualify(rel, scope, cond)
+            cond = self.quant.qualify(rel, scope, cond)
             dests = sorted({a.option for a in option_atoms(cond)})
-            hops = tuple(ctx.conditions.guard_hops(facts, path, scope, line))
-            reach = dispatch_reach(ctx.index, ctx.conditions, facts, scope)
+            hops = tuple(self.conditions.guard_hops(facts, path, scope, line))
+            reach = dispatch_reach(ctx.index, self.conditions, facts, scope)
             if reach is not None:
                 cond = conj(reach.condition, cond)
                 hops = (Hop(rel, reach.lines[0], HopRole.LINK,
                             "reached only where " + reach.condition.describe()), *hops)
             if dests:
                 for dest in dests:
-                    ctx.links.findings.append(Finding(
+                    out.findings.append(Finding(
                         FindingKind.GATE, rel, line, cond, hops, option=dest, text=text))
             elif any(isinstance(a, QuantIs) for a in atoms(cond)):
-                ctx.links.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
-                                                  text=text))
-        self.scan_defaults(facts)
-        self.scan_carried_backends(facts)
+                out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
+                                            text=text))
+        self.scan_defaults(facts, out)
+        self.scan_carried_backends(facts, out)
+        return out
 
     def _choices(self) -> dict[str, tuple[str, ...]]:
         return {o.dest: o.choices for o in self.ctx.options}
 
-    def scan_carried_backends(self, facts: FactsView) -> None:
+    def scan_carried_backends(self, facts: FactsView, out: Found) -> None:
         """Calls into the kernel library whose ``backend=`` argument is computed
         from an option's value (``mm_fp4(..., backend=backend)`` after
         ``backend = get_fp4_gemm_runner_backend().get_flashinfer_backend()``):
@@ -107,32 +117,33 @@ class Gates:
             if carried is None:
                 continue
             dest, strings = carried
-            cond = ctx.conditions.path(facts, call.path, call.scope)
-            scope_cond = ctx.quant.condition(facts.rel, call.scope)
+            cond = self.conditions.path(facts, call.path, call.scope)
+            scope_cond = self.quant.condition(facts.rel, call.scope)
             if any(isinstance(a, QuantIs) for a in atoms(scope_cond)):
                 cond = conj(scope_cond, cond)
             hop = Hop(facts.rel, call.line, HopRole.LINK,
                       f"backend= carries {dest}: " + ", ".join(
                           f"{c} -> {s!r}" for c, s in strings if c != s)[:200])
-            ctx.links.kernel_calls.append(KernelCall(
+            out.kernel_calls.append(KernelCall(
                 dest, cond, callee.path, facts.rel, call.line, (hop,), None, owned=True,
                 backends=strings))
 
-    def scan_defaults(self, facts: FactsView) -> None:
+    def scan_defaults(self, facts: FactsView, out: Found) -> None:
         dests = self.ctx.dests
         for assign in facts.assigns:
             for target in assign.targets:
                 dest = target.rsplit(".", 1)[-1]
                 if dest not in dests:
                     continue
-                self._default(facts, assign.scope, assign.line, assign.path, dest, assign.value)
+                self._default(facts, assign.scope, assign.line, assign.path, dest, assign.value,
+                              out)
         for call in facts.calls:
             for name, value in call.kwargs:
                 if name in dests:
-                    self._default(facts, call.scope, call.line, call.path, name, value)
+                    self._default(facts, call.scope, call.line, call.path, name, value, out)
 
     def _default(self, facts: FactsView, scope: str, line: int, path: tuple[int, ...],
-                 dest: str, value_text: str) -> None:
+                 dest: str, value_text: str, out: Found) -> None:
         ctx = self.ctx
         node = parse_expr(value_text)
         if node is None:
@@ -144,19 +155,19 @@ class Gates:
             choices = set(value.values)
         else:
             return
-        raw = ctx.conditions.path(facts, path, scope)
-        self._alias(facts, line, path, scope, dest, choices, raw)
-        cond = ctx.quant.qualify(facts.rel, scope, raw, True)
+        raw = self.conditions.path(facts, path, scope)
+        self._alias(facts, line, path, scope, dest, choices, raw, out)
+        cond = self.quant.qualify(facts.rel, scope, raw, True)
         if not mentions_device(cond):
             return
         for choice in sorted(choices):
-            ctx.links.findings.append(Finding(
+            out.findings.append(Finding(
                 FindingKind.DEFAULT, facts.rel, line, cond,
-                tuple(ctx.conditions.guard_hops(facts, path, scope)),
+                tuple(self.conditions.guard_hops(facts, path, scope)),
                 choice=choice, option=dest, text=facts.rel))
 
     def _alias(self, facts: FactsView, line: int, path: tuple[int, ...], scope: str, dest: str,
-               values: set[str], cond: Predicate) -> None:
+               values: set[str], cond: Predicate, out: Found) -> None:
         """``dest`` set to one value where the path holds only for some choices
         of another option (a hook rewriting one option from another): those
         choices imply ``dest`` has that value. A path that also depends on
@@ -176,13 +187,13 @@ class Gates:
                 continue
             hops = (Hop(facts.rel, line, HopRole.LINK,
                         f"{source} == {choice} sets {dest} to {value}"),)
-            ctx.links.findings.append(Finding(
+            out.findings.append(Finding(
                 FindingKind.ALIAS, facts.rel, line, conj(OptionIs(source, frozenset({choice})),
                                                            cond),
                 hops, choice=choice, option=source, text=f"{dest} = {value}",
                 target=(dest, value)))
 
-    def follow_region_calls(self, rel: str) -> None:
+    def follow_region_calls(self, rel: str) -> Found:
         """Calls whose path holds an option test: follow them into their callees.
 
         A function or class returned there (``if backend.is_flashinfer_trtllm():
@@ -190,26 +201,28 @@ class Gates:
         dispatcher handing back the implementation its caller runs) is followed
         as if called there: the caller calls what it gets back, and only that
         choice gets it back."""
-        ctx = self.ctx
+        ctx, out = self.ctx, Found()
         facts = ctx.index.view(rel)
         if facts is None:
-            return
+            return out
         returned = self._returned_functions(facts, facts.conditional_returns())
         for call in (*facts.calls, *returned):
             if not call.path:
                 continue
-            cond = ctx.conditions.path(facts, call.path, call.scope)
+            cond = self.conditions.path(facts, call.path, call.scope)
             done: set[str] = set()
             for signed in call.path:
                 if signed < 0:
                     continue  # a branch not taken names other choices
-                for atom in option_atoms(ctx.conditions.cond(facts, signed, call.scope)):
+                for atom in option_atoms(self.conditions.cond(facts, signed, call.scope)):
                     if atom.option not in ctx.dests or atom.option in done:
                         continue
                     done.add(atom.option)
                     link = Hop(rel, facts.cond(signed).line, HopRole.LINK, atom.describe())
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
-                                     call in returned and self._for_choice(cond, atom.option))
+                                     out, call in returned
+                                     and self._for_choice(cond, atom.option))
+        return out
 
     @staticmethod
     def _for_choice(path: Predicate, dest: str) -> bool:
@@ -236,11 +249,12 @@ class Gates:
         return out
 
     def follow_calls(self, facts: FactsView, scope: str, dest: str, region: Predicate,
-                     hops: tuple[Hop, ...], depth: int, include_nested: bool,
+                     hops: tuple[Hop, ...], depth: int, include_nested: bool, out: Found,
                      owned: bool = False) -> None:
         """Calls made in ``scope`` (and its nested scopes when
-        ``include_nested``), each followed for ``dest`` under ``region``."""
-        conditions = self.ctx.conditions
+        ``include_nested``), each followed for ``dest`` under ``region``;
+        what they hold goes into ``out``."""
+        conditions = self.conditions
         calls = facts.in_tree("calls", scope) if include_nested \
             else conditions.by_scope(facts, "calls", scope)
         returns = facts.in_tree("returns", scope) if include_nested \
@@ -248,10 +262,10 @@ class Gates:
         returned = self._returned_functions(facts, returns)
         for call in calls:
             cond = conj(region, conditions.path(facts, call.path, call.scope))
-            self._follow_one(facts, call, dest, cond, hops, depth, owned)
+            self._follow_one(facts, call, dest, cond, hops, depth, out, owned)
         for call in returned:
             path = conditions.path(facts, call.path, call.scope)
-            self._follow_one(facts, call, dest, conj(region, path), hops, depth,
+            self._follow_one(facts, call, dest, conj(region, path), hops, depth, out,
                              owned or self._for_choice(path, dest))
         # function-local imports of modules: their module-level gates apply
         for imp in conditions.by_scope(facts, "imports", scope):
@@ -259,26 +273,27 @@ class Gates:
             if module in self.ctx.index.by_module:
                 self._module_gates(module, dest,
                                    conj(region, conditions.path(facts, imp.path, scope)),
-                                   (*hops, Hop(facts.rel, imp.line, HopRole.IMPORT, module)))
+                                   (*hops, Hop(facts.rel, imp.line, HopRole.IMPORT, module)),
+                                   out)
 
     def _module_gates(self, module: str, dest: str, region: Predicate,
-                      hops: tuple[Hop, ...]) -> None:
+                      hops: tuple[Hop, ...], out: Found) -> None:
         ctx = self.ctx
-        if ctx.units.already_followed((module, dest, repr(region))):
+        if self.already_followed((module, dest, repr(region))):
             return
         rel = ctx.index.by_module[module]
         facts = ctx.index.view(rel)
         if facts is None:
             return
-        for scope, line, text, cond, path in ctx.conditions.failure_conditions(facts, ""):
+        for scope, line, text, cond, path in self.conditions.failure_conditions(facts, ""):
             if mentions_device(cond):
-                ctx.links.findings.append(Finding(
+                out.findings.append(Finding(
                     FindingKind.GATE, rel, line, conj(region, cond),
-                    (*hops, *ctx.conditions.guard_hops(facts, path, scope, line)), option=dest,
+                    (*hops, *self.conditions.guard_hops(facts, path, scope, line)), option=dest,
                     text=text))
 
     def _follow_one(self, facts: FactsView, call: CallFact, dest: str, cond: Predicate,
-                    hops: tuple[Hop, ...], depth: int, owned: bool = False) -> None:
+                    hops: tuple[Hop, ...], depth: int, out: Found, owned: bool = False) -> None:
         ctx = self.ctx
         if depth <= 0 or cond == Const(False):
             return
@@ -289,7 +304,7 @@ class Gates:
         if isinstance(callee, ExtV):
             backend = backend_argument(ctx.vocab, facts, call)
             carried = backend_choices(backend, self._choices())
-            ctx.links.kernel_calls.append(KernelCall(
+            out.kernel_calls.append(KernelCall(
                 dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
                 backend.value if isinstance(backend, ConstV) and isinstance(
                     backend.value, str) else None, owned=owned,
@@ -304,19 +319,20 @@ class Gates:
                 target = (callee.rel, f"{callee.qualname}.__init__")
         if target is None:
             return
-        if ctx.units.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
+        if self.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
             return
         tfacts = ctx.index.view(target[0])
         if tfacts is None:
             return
-        for scope, line, text, gate, path in ctx.conditions.failure_conditions(tfacts, target[1]):
+        for scope, line, text, gate, path in self.conditions.failure_conditions(tfacts, target[1]):
             if not mentions_device(gate):
                 continue
-            ctx.links.findings.append(Finding(
+            out.findings.append(Finding(
                 FindingKind.GATE, target[0], line, conj(cond, gate),
-                (*hops, hop, *ctx.conditions.guard_hops(tfacts, path, scope, line)), option=dest,
+                (*hops, hop, *self.conditions.guard_hops(tfacts, path, scope, line)), option=dest,
                 text=text))
-        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, owned)
+        self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, out,
+                          owned)
 
 
 def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:

@@ -51,6 +51,7 @@ from guardscan.predicate import (
 from guardscan.syntax import parse_expr, unparse
 
 if TYPE_CHECKING:
+    from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
 
 __all__ = ["METHOD_PATH_DEPTH", "MethodPath", "MethodPaths", "Reach", "decidable"]
@@ -123,8 +124,9 @@ class MethodPath:
 class MethodPaths:
     """The paths of a scan's methods, sharing what one function calls."""
 
-    def __init__(self, ctx: LinkContext, dirs: tuple[str, ...]) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions, dirs: tuple[str, ...]) -> None:
         self.ctx = ctx
+        self.conditions = conditions
         self.dirs = dirs
         self._edges: dict[tuple[Key, Key | None], list[_Edge]] = {}
         self._classes: dict[Key, _ClassInfo | None] = {}
@@ -372,10 +374,10 @@ class MethodPaths:
         per-layer dispatch is taken as met."""
         if built:
             path = tuple(p for p in path if not PER_LAYER.search(facts.cond(p).text))
-        full = self.ctx.conditions.path(facts, path, scope)
+        full = self.conditions.path(facts, path, scope)
         kept = []
         for signed in path:
-            pred = self.ctx.conditions.cond(facts, signed, scope)
+            pred = self.conditions.cond(facts, signed, scope)
             if decidable(pred):
                 kept.append(pred)
         return Reach(full, conj(*kept))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from guardscan.predicate import Predicate, fast_reduce
 from guardscan.results import Diagnostic, Role
 
-__all__ = ["GATE_KINDS", "Finding", "FindingKind", "Hop", "HopRole", "KernelCall", "Links",
+__all__ = ["GATE_KINDS", "Finding", "FindingKind", "Found", "Hop", "HopRole", "KernelCall", "Links",
            "evidence_role"]
 
 
@@ -126,6 +126,17 @@ class KernelCall:
 
 
 @dataclass
+class Found:
+    """What one unit of linking found. A unit returns it; the runner adds it to
+    the scan's ``Links`` (a unit that fails returns only its diagnostic, so
+    nothing half-found is ever added)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    kernel_calls: list[KernelCall] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass
 class Links:
     findings: list[Finding] = field(default_factory=list)
     kernel_calls: list[KernelCall] = field(default_factory=list)
@@ -142,6 +153,12 @@ class Links:
     #: their defaults while judging, and a verdict that another value of
     #: theirs would change says so in its conditions
     modes: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+
+    def add(self, found: Found) -> None:
+        """What a unit returned."""
+        self.findings.extend(found.findings)
+        self.kernel_calls.extend(found.kernel_calls)
+        self.diagnostics.extend(found.diagnostics)
 
 
 for _cls in (Hop, Finding, KernelCall):

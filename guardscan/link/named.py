@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from guardscan.guards import ExtV
 from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
-from guardscan.link.model import Finding, FindingKind, Hop, HopRole, KernelCall
+from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens
 from guardscan.predicate import (
     Const,
@@ -33,14 +33,16 @@ from guardscan.predicate import (
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
+    from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
 
 __all__ = ["NamedModules"]
 
 
 class NamedModules:
-    def __init__(self, ctx: LinkContext) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions) -> None:
         self.ctx = ctx
+        self.conditions = conditions
 
     def modules(self) -> list[tuple[str, str, str]]:
         """(dest, choice, rel) for modules named for a choice inside the option's package."""
@@ -67,12 +69,14 @@ class NamedModules:
                 set(hits), key=lambda h: (order[h[0]], h[1])))
         return found
 
-    def scan(self, dest: str, choice: str, rel: str) -> None:
-        self.scan_selects(dest, choice, rel)
-        self.scan_guarded_names(dest, choice, rel)
-        self.scan_module_kernel_calls(dest, choice, rel)
+    def scan(self, dest: str, choice: str, rel: str) -> Found:
+        out = Found()
+        self.scan_selects(dest, choice, rel, out)
+        self.scan_guarded_names(dest, choice, rel, out)
+        self.scan_module_kernel_calls(dest, choice, rel, out)
+        return out
 
-    def scan_selects(self, dest: str, choice: str, rel: str) -> None:
+    def scan_selects(self, dest: str, choice: str, rel: str, out: Found) -> None:
         ctx = self.ctx
         facts = ctx.index.view(rel)
         if facts is None:
@@ -89,14 +93,14 @@ class NamedModules:
             if index not in used or -index not in used:
                 continue  # picks nothing: code on one side only
             scope = facts.cond_scope[index - 1]
-            pred = ctx.conditions.cond(facts, index, scope)
+            pred = self.conditions.cond(facts, index, scope)
             if mentions_device(pred) and any(isinstance(a, Device) for a in atoms(pred)):
-                ctx.links.findings.append(Finding(
+                out.findings.append(Finding(
                     FindingKind.SELECT, rel, cond.line, pred,
                     (Hop(rel, 1, HopRole.LINK, f"module named for {choice}"),),
                     option=dest, choice=choice, text=cond.text))
 
-    def scan_module_kernel_calls(self, dest: str, choice: str, rel: str) -> None:
+    def scan_module_kernel_calls(self, dest: str, choice: str, rel: str, out: Found) -> None:
         """Calls into the kernel library from a module named for the choice."""
         ctx = self.ctx
         facts = ctx.index.view(rel)
@@ -109,9 +113,9 @@ class NamedModules:
                 continue
             callee = ctx.vocab.value(call.func, rel, call.scope, call.line)
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
-                cond = conj(region, ctx.conditions.path(facts, call.path, call.scope),
+                cond = conj(region, self.conditions.path(facts, call.path, call.scope),
                             self._called_when(facts, call.scope))
-                ctx.links.kernel_calls.append(KernelCall(
+                out.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
                     literal_backend(ctx.vocab, facts, call), choice, True))
@@ -128,10 +132,10 @@ class NamedModules:
             c.func == name or c.func.endswith("." + name))]
         if not sites:
             return Unknown(f"{name}() is called")
-        conditions = self.ctx.conditions
+        conditions = self.conditions
         return disj(*(conditions.path(facts, c.path, c.scope) for c in sites))
 
-    def scan_guarded_names(self, dest: str, choice: str, rel: str) -> None:
+    def scan_guarded_names(self, dest: str, choice: str, rel: str, out: Found) -> None:
         """Names bound only under a device guard, used in the choice's module."""
         ctx = self.ctx
         facts = ctx.index.view(rel)
@@ -156,7 +160,7 @@ class NamedModules:
             line, path = guarded[0]
             if any(_exclusive(path, other) for _, other in guarded[1:]):
                 continue  # bound in both branches: a select, not an import gate
-            bound_when = ctx.conditions.path(facts, path, "")
+            bound_when = self.conditions.path(facts, path, "")
             if not mentions_capability(bound_when):
                 continue
             guard_texts = {facts.cond(s).text for s in path}
@@ -166,10 +170,10 @@ class NamedModules:
                 if guard_texts & {facts.cond(s).text for s in call.path}:
                     continue  # used under the same guard
                 hops = (Hop(rel, 1, HopRole.LINK, f"module named for {choice}"),
-                        *ctx.conditions.guard_hops(facts, path, ""),
+                        *self.conditions.guard_hops(facts, path, ""),
                         Hop(rel, line, HopRole.IMPORT, f"{name} bound only when "
                             f"{bound_when.describe()}"))
-                ctx.links.findings.append(Finding(
+                out.findings.append(Finding(
                     FindingKind.IMPORT, rel, call.line, conj(region, neg(bound_when)), hops,
                     option=dest, text=f"{name} used"))
                 break

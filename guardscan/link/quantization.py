@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import ClassV
 from guardscan.link.conditions import option_atoms
 from guardscan.link.method_paths import METHOD_PATH_DEPTH, MethodPaths, Reach
-from guardscan.link.model import Finding, FindingKind, Hop, HopRole
+from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole
 from guardscan.predicate import (
     And,
     Const,
@@ -41,14 +42,24 @@ from guardscan.predicate import (
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
+    from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
 
 __all__ = ["QuantizationMethods"]
 
+#: told each condition a guard was given (where: (rel, scope, variant)), for a
+#: runner that records what a unit took from the methods' paths
+ContextObserver = Callable[[tuple[str, str, str], Predicate], None]
+
 
 class QuantizationMethods:
-    def __init__(self, ctx: LinkContext) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions,
+                 observe: ContextObserver | None = None) -> None:
         self.ctx = ctx
+        self.conditions = conditions
+        self.observe = observe
+        #: method -> (rel, config class)
+        self.methods: dict[str, tuple[str, str]] = {}
         #: (rel, function) -> {method: how the method's path reaches it}
         self.context: dict[tuple[str, str], dict[str, Reach]] = {}
         #: (rel, class) -> {method: how the method's path builds it}
@@ -60,14 +71,14 @@ class QuantizationMethods:
         self.dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
 
-    def scan(self) -> None:
+    def scan(self) -> Found:
         """Map each --quantization method to its config class, then find (a) the
         loader's threshold check read through the class's method, (b) gates in the
         classes the config instantiates."""
-        quantization = self.ctx.quantization
+        quantization, out = self.ctx.quantization, Found()
         if quantization is None:
-            return
-        index, vocab, links = self.ctx.index, self.ctx.vocab, self.ctx.links
+            return out
+        index, vocab, methods_of = self.ctx.index, self.ctx.vocab, self.methods
         methods = set(quantization.choices)
         threshold_methods = self._threshold_methods()
         # Another runtime in the same wheel (sglang/multimodal_gen beside
@@ -97,14 +108,14 @@ class QuantizationMethods:
                     if not isinstance(cls, ClassV):
                         continue
                     method = str(key.value)
-                    known = links.quant_methods.get(method)
+                    known = methods_of.get(method)
                     # several method tables (e.g. a second runtime in the same wheel):
                     # keep the one nearest the --quantization option's definition
                     if known is None or _shared_prefix(rel, quantization.path) > \
                             _shared_prefix(self._table_of[method], quantization.path):
-                        links.quant_methods[method] = (cls.rel, cls.qualname)
+                        methods_of[method] = (cls.rel, cls.qualname)
                         self._table_of[method] = rel
-        for method, (crel, cqual) in sorted(links.quant_methods.items()):
+        for method, (crel, cqual) in sorted(methods_of.items()):
             region = QuantIs(frozenset({method}))
             for tname, (trel, tline, tcond, ttext) in threshold_methods.items():
                 value = self._class_method_constant(crel, cqual, tname)
@@ -112,14 +123,14 @@ class QuantizationMethods:
                     continue
                 number, _, vline = value
                 gate = Device("sm", "<", number)
-                links.findings.append(Finding(
+                out.findings.append(Finding(
                     FindingKind.QUANT_GATE, trel, tline, conj(region, tcond, gate),
                     (Hop(crel, vline, HopRole.QUANT,
                          f"{method}: {cqual}.{tname}() returns {number}"),),
                     text=ttext))
             self.dirs.add(crel.rsplit("/", 1)[0] + "/")
-        paths = MethodPaths(self.ctx, tuple(sorted(self.dirs)))
-        for method, config in sorted(links.quant_methods.items()):
+        paths = MethodPaths(self.ctx, self.conditions, tuple(sorted(self.dirs)))
+        for method, config in sorted(methods_of.items()):
             path = paths.walk(config)
             for func_key, reach in path.functions.items():
                 self.context.setdefault(func_key, {})[method] = _folded(reach)
@@ -127,15 +138,16 @@ class QuantizationMethods:
                 self.built.setdefault(cls_key, {})[method] = _folded(reach)
             self.past_budget |= path.past_budget
         self.escapes = self._escapes(paths)
+        return out
 
     def state(self) -> Any:
-        return (dict(self.ctx.links.quant_methods), {k: dict(v) for k, v in self.context.items()},
+        return (dict(self.methods), {k: dict(v) for k, v in self.context.items()},
                 {k: dict(v) for k, v in self.built.items()}, set(self.past_budget),
                 set(self.escapes), set(self.dirs), dict(self._table_of))
 
     def restore_state(self, state: Any) -> None:
         methods, context, built, past, escapes, dirs, table_of = state
-        self.ctx.links.quant_methods = dict(methods)
+        self.methods = dict(methods)
         self.context = {k: dict(v) for k, v in context.items()}
         self.built = {k: dict(v) for k, v in built.items()}
         self.past_budget, self.escapes = set(past), set(escapes)
@@ -194,9 +206,8 @@ class QuantizationMethods:
         undecided). Code no method reaches, or also run from
         elsewhere, keeps an undecidable condition; none blocks by itself."""
         cond = self.condition_unlogged(rel, scope, variant)
-        log = self.ctx.units.quant_log
-        if log is not None:
-            log.append(((rel, scope, variant), cond))
+        if self.observe is not None:
+            self.observe((rel, scope, variant), cond)
         return cond
 
     def condition_unlogged(self, rel: str, scope: str, variant: str = "full") -> Predicate:
@@ -320,7 +331,7 @@ class QuantizationMethods:
                         continue
                     others = [s for s in fact.path if s != signed]
                     found[node.comparators[0].func.attr] = (
-                        rel, cond.line, self.ctx.conditions.path(facts, tuple(others), fact.scope),
+                        rel, cond.line, self.conditions.path(facts, tuple(others), fact.scope),
                         cond.text)
         return found
 

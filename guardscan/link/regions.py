@@ -12,8 +12,8 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from guardscan.link.gates import FOLLOW_DEPTH
-from guardscan.link.model import Finding, FindingKind, Hop, HopRole
+from guardscan.link.gates import FOLLOW_DEPTH, Gates
+from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole
 from guardscan.predicate import OptionIs, Predicate, conj, mentions_device, substitute
 from guardscan.syntax import parse_expr
 
@@ -36,15 +36,18 @@ def dest_tokens(dest: str) -> set[str]:
 
 
 class RegisteredRegions:
-    def __init__(self, ctx: LinkContext) -> None:
+    def __init__(self, ctx: LinkContext, gates: Gates) -> None:
         self.ctx = ctx
+        self.gates = gates
 
-    def scan(self, rel: str) -> None:
+    def scan(self, rel: str) -> Found:
         """Gates in, and below, every function ``rel`` registers for a choice."""
+        out = Found()
         for dest, choice, scope, line, region, owned in self.regions(rel):
             self.scan_region(rel, scope, dest, choice,
-                             Hop(rel, line, HopRole.LINK, f"registered for {choice}"), region,
-                             owned)
+                             Hop(rel, line, HopRole.LINK, f"registered for {choice}"), out,
+                             region, owned)
+        return out
 
     def regions(self, rel: str) -> list[tuple[str, str, str, int, Predicate, bool]]:
         """(dest, choice, function qualname, line, region, owned) for functions
@@ -113,20 +116,21 @@ class RegisteredRegions:
             return []  # ambiguous: say nothing rather than guess
         return [(o.dest, choice, qualname, line) for o in candidates]
 
-    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop,
+    def scan_region(self, rel: str, scope: str, dest: str, choice: str, link: Hop, out: Found,
                     region: Predicate | None = None, owned: bool = True) -> None:
-        """Gates inside a registered function, and what it calls."""
-        ctx = self.ctx
+        """Gates inside a registered function, and what it calls, into ``out``."""
+        ctx, conditions = self.ctx, self.gates.conditions
         facts = ctx.index.view(rel)
         if facts is None:
             return
         region = region if region is not None else OptionIs(dest, frozenset({choice}))
-        for fscope, line, text, cond, path in ctx.conditions.failure_conditions(facts):
+        for fscope, line, text, cond, path in conditions.failure_conditions(facts):
             if fscope != scope and not fscope.startswith(scope + "."):
                 continue
             if not mentions_device(cond):
                 continue
-            hops = (link, *ctx.conditions.guard_hops(facts, path, fscope, line))
-            ctx.links.findings.append(Finding(FindingKind.GATE, rel, line, conj(region, cond),
-                                              hops, option=dest, text=text))
-        ctx.gates.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True, owned)
+            hops = (link, *conditions.guard_hops(facts, path, fscope, line))
+            out.findings.append(Finding(FindingKind.GATE, rel, line, conj(region, cond),
+                                        hops, option=dest, text=text))
+        self.gates.follow_calls(facts, scope, dest, region, (link,), FOLLOW_DEPTH, True, out,
+                                owned)

@@ -1,11 +1,19 @@
 """link (units): linking runs as a sequence of units, each confined so that one failure loses only its own findings.
 
 A unit is one file's gates, one file's option-tested calls, one registered
-file, one module named for a choice, or the quantization tables. The stage
-hands every unit to a :class:`Units` runner. This one, the plain runner, runs
-each unit as it comes; the driver may hand the stage another runner instead
-(``guardscan.memo.link_units`` replays units of an earlier scan that nothing
-changed for), so the stage itself never knows about any cache.
+file, one module named for a choice, or the quantization tables. Each unit
+returns what it found (``link.model.Found``); the stage hands every unit to a
+:class:`Units` runner, which returns what the unit returned, or, when it
+raised, only an ``internal-error`` diagnostic (nothing half-found). This one,
+the plain runner, runs each unit as it comes; the driver may hand the stage
+another runner instead (``guardscan.memo.link_units`` replays units of an
+earlier scan that nothing changed for), so the stage itself never knows about
+any cache.
+
+What a runner is told besides, so that one that records can record it:
+``already_followed`` (a call followed for a choice), ``took_context`` (a
+condition taken from the quantization methods' paths). ``bind`` hands it the
+scan's inputs and how to ask the methods' paths again.
 """
 
 from __future__ import annotations
@@ -13,19 +21,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from guardscan.link.model import Found
 from guardscan.messages import internal_error, scanned_line
 from guardscan.predicate import Predicate
 
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
 
-__all__ = ["UnitKey", "UnitState", "Units"]
+__all__ = ["QuantCondition", "UnitKey", "UnitState", "Units"]
 
 #: ("file", rel), ("follow", rel), ("registered", rel), ("table", rel), ("named", dest, choice, rel),
 #: ("quantization",)
 UnitKey = tuple[str, ...]
 #: how to take, and restore, what a unit leaves for later units
 UnitState = tuple[Callable[[], Any], Callable[[Any], None]]
+#: the condition under which the quantization methods run (rel, scope, variant)
+QuantCondition = Callable[[str, str, str], Predicate]
 
 
 class Units:
@@ -33,10 +44,8 @@ class Units:
 
     def __init__(self) -> None:
         self._ctx: LinkContext | None = None
+        self._quant_condition: QuantCondition | None = None
         self.followed: set[tuple[str, str, str]] = set()
-        #: while a unit runs, a runner that records may collect the
-        #: quantization contexts it took here (None: nobody asks)
-        self.quant_log: list[tuple[tuple[str, ...], Predicate]] | None = None
         #: units replayed / run (for progress and tests)
         self.replayed = 0
         self.ran = 0
@@ -46,9 +55,15 @@ class Units:
         assert self._ctx is not None, "Units.bind first"
         return self._ctx
 
-    def bind(self, ctx: LinkContext) -> None:
-        """Start this scan's linking."""
+    def quant_condition(self, rel: str, scope: str, variant: str) -> Predicate:
+        assert self._quant_condition is not None, "Units.bind first"
+        return self._quant_condition(rel, scope, variant)
+
+    def bind(self, ctx: LinkContext, quant_condition: QuantCondition) -> None:
+        """Start this scan's linking: its inputs, and how to ask the condition
+        of the quantization methods' code (without it being noted)."""
         self._ctx = ctx
+        self._quant_condition = quant_condition
 
     @property
     def cold(self) -> bool:
@@ -56,34 +71,36 @@ class Units:
         worth parsing on every core up front)."""
         return True
 
-    def unit(self, key: UnitKey, run: Callable[[], None], state: UnitState | None = None) -> None:
-        """Run one unit. ``state``: how to take and restore what the unit
-        leaves for later units (a runner that replays units needs it)."""
+    def unit(self, key: UnitKey, run: Callable[[], Found],
+             state: UnitState | None = None) -> Found:
+        """Run one unit, and return what it found. ``state``: how to take and
+        restore what the unit leaves for later units (a runner that replays
+        units needs it)."""
         self.ran += 1
-        links = self.ctx.links
-        findings, calls = len(links.findings), len(links.kernel_calls)
         try:
-            run()
+            return run()
         except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
-            self.failed(key, exc, findings, calls)
+            return self.failed(key, exc)
 
-    def failed(self, key: UnitKey, exc: Exception, findings: int, calls: int) -> None:
-        """A unit that raised: what it found so far is dropped (it may be half
-        of it) and an ``internal-error`` diagnostic says where."""
-        links, quantization = self.ctx.links, self.ctx.quantization
-        del links.findings[findings:]
-        del links.kernel_calls[calls:]
+    def failed(self, key: UnitKey, exc: Exception) -> Found:
+        """A unit that raised: what it found so far is lost with it (it may
+        be half of it), and an ``internal-error`` diagnostic says where."""
+        quantization = self.ctx.quantization
         rel = next((str(part) for part in reversed(key) if str(part).endswith(".py")),
                    quantization.path if quantization is not None else "")
         unit = " ".join(str(part) for part in key[:-1] if part) or str(key[0])
-        links.diagnostics.append(internal_error(
-            rel, scanned_line(rel, exc), f"link unit `{unit}` of {rel}", exc))
+        return Found(diagnostics=[internal_error(
+            rel, scanned_line(rel, exc), f"link unit `{unit}` of {rel}", exc)])
 
     def already_followed(self, key: tuple[str, str, str]) -> bool:
         """Whether ``key`` was followed before in this scan (else it is now)."""
         present = key in self.followed
         self.followed.add(key)
         return present
+
+    def took_context(self, where: tuple[str, str, str], cond: Predicate) -> None:
+        """A unit took ``cond`` as the condition of the quantization methods'
+        code at ``where`` (rel, scope, variant). The plain runner needs not know."""
 
     def finish(self) -> None:
         """After the last unit."""

@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import Answer, QueryKey
-from guardscan.link.model import Links
-from guardscan.link.units import UnitKey, Units, UnitState
+from guardscan.link.model import Found, Links
+from guardscan.link.units import QuantCondition, UnitKey, Units, UnitState
 from guardscan.memo.records import Changes, LinkRecord, Table, Unit, numbers
 from guardscan.predicate import Predicate
 
@@ -46,15 +46,16 @@ class RecordingUnits(Units):
         self.changed: Links | None = None
         #: this scan's record, once ``finish`` ran
         self.record_out: LinkRecord | None = None
-        #: while a unit runs: what it followed
+        #: while a unit runs: what it followed, the quantization contexts it took
         self._followed_log: list[tuple[Any, bool]] | None = None
+        self._quant_log: list[tuple[tuple[str, ...], Predicate]] | None = None
 
-    def bind(self, ctx: LinkContext) -> None:
-        super().bind(ctx)
+    def bind(self, ctx: LinkContext, quant_condition: QuantCondition) -> None:
+        super().bind(ctx, quant_condition)
         prior, self._offered = self._offered, None
         if prior is not None and prior[0].context == self.context():
             self.start_from(prior)
-        ctx.vocab.reads_table = self.reads
+        ctx.vocab.keep_reads_in(self.reads)
 
     @property
     def cold(self) -> bool:
@@ -71,59 +72,62 @@ class RecordingUnits(Units):
         former: dict[QueryKey, Answer] = {}
         for number, answer in record.answers.items():
             (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
-        vocab.stored, vocab.former = stored, former
+        vocab.resume(stored, former)
         self.prior, self.changes = record, changes
         self.reads = Table(record.reads)
 
-    def unit(self, key: UnitKey, run: Callable[[], None], state: UnitState | None = None) -> None:
+    def unit(self, key: UnitKey, run: Callable[[], Found],
+             state: UnitState | None = None) -> Found:
         """Run one unit of linking, or replay it from the earlier scan (see
-        ``guardscan.memo.records``). ``state``: how to take and restore what the
-        unit leaves for later units."""
-        links, vocab, index = self.ctx.links, self.ctx.vocab, self.ctx.index
+        ``guardscan.memo.records``), and return what it found. ``state``: how
+        to take and restore what the unit leaves for later units."""
+        vocab, index = self.ctx.vocab, self.ctx.index
         prior = self.prior.units.get(key) if self.prior is not None else None
         if prior is not None and self._replayable(prior):
             if state is not None:
                 state[1](prior.state)
-            links.findings.extend(prior.findings)
-            links.kernel_calls.extend(prior.kernel_calls)
             self.followed.update(k for k, present in prior.followed if not present)
             for query in self._queries(prior):
-                answer = vocab.answers.get(query) or vocab.stored.get(query)
+                answer = vocab.stored_answer(query)
                 if answer is not None and answer.diagnostic is not None:
                     vocab.report(answer.diagnostic)
             self.units[key] = prior
             self.replayed += 1
-            return
+            return Found(list(prior.findings), list(prior.kernel_calls))
         self.ran += 1
-        findings, calls = len(links.findings), len(links.kernel_calls)
         greps = len(index.grep_log)
         recorder = index.recorder
         saved = recorder.open()
-        asked: list[QueryKey] = []
         followed: list[tuple[Any, bool]] = []
         quant: list[tuple[tuple[str, ...], Predicate]] = []
-        vocab.asked, self._followed_log, self.quant_log = asked, followed, quant
+        self._followed_log, self._quant_log = followed, quant
         try:
-            run()
+            with vocab.noting_questions() as asked:
+                found = run()
         except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
-            self.failed(key, exc, findings, calls)
-            return
+            return self.failed(key, exc)
         finally:
             reads = recorder.close(saved, merge=False)
-            vocab.asked = self._followed_log = self.quant_log = None
+            self._followed_log = self._quant_log = None
         unit = self.units[key] = Unit(
             self.reads.encode(reads), tuple(dict.fromkeys(asked)), tuple(followed),
-            tuple(dict.fromkeys(quant)), links.findings[findings:], links.kernel_calls[calls:],
+            tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
             tuple(index.grep_log[greps:]), state[0]() if state is not None else None)
         if self.prior is not None:
             self._changed(prior, unit)
+        return found
 
-    def failed(self, key: UnitKey, exc: Exception, findings: int, calls: int) -> None:
+    def failed(self, key: UnitKey, exc: Exception) -> Found:
         """As the plain runner; and the unit is not recorded, so a later scan
         runs it again rather than replaying it."""
-        super().failed(key, exc, findings, calls)
+        found = super().failed(key, exc)
         if self.prior is not None:
             self._changed(self.prior.units.get(key), None)
+        return found
+
+    def took_context(self, where: tuple[str, str, str], cond: Predicate) -> None:
+        if self._quant_log is not None:
+            self._quant_log.append((where, cond))
 
     def _changed(self, old: Unit | None, new: Unit | None) -> None:
         """Note the findings and kernel calls a unit no longer gives or gives
@@ -150,7 +154,7 @@ class RecordingUnits(Units):
             if query not in vocab.stored and not vocab.same_answer(query):
                 return False
         for where, cond in prior.quant:
-            if self.ctx.quant.condition_unlogged(*where) != cond:
+            if self.quant_condition(*where) != cond:
                 return False
         for pattern, within, matched in prior.greps:
             if tuple(index.grep_re(pattern, within)) != matched:
@@ -193,7 +197,7 @@ class RecordingUnits(Units):
                 number = keys.id(query)
                 if number in answers:
                     continue
-                answer = vocab.answers.get(query) or vocab.stored.get(query)
+                answer = vocab.stored_answer(query)
                 if answer is not None:
                     if not isinstance(answer.reads, bytes):
                         answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads))
