@@ -1,7 +1,15 @@
 """guards (comparisons): a device quantity or the CUDA version compared with a
-literal, as a Predicate. Shared by the guard forms and the kernel library's
-capability reader (``kernels/conditions.py``), so both read ``major >= 10`` or
-``cap == (12, 0)`` the same way.
+literal, as a Predicate. The one place where a device comparison becomes a
+``Device`` atom, for SGLang's guards and the kernel library's conditions
+alike (both are read by the same interpreter).
+
+Membership is strict: ``major in (...)`` needs ints, ``cap in (...)``
+(major, minor) pairs, the SM as text (``f"{major}{minor}"``, kind
+``sm_text``) digit strings (``"90" == 90`` and ``"100" == "100a"`` are false
+in Python: unknown here, never read as a match); anything else stays
+``Unknown``, and the members are de-duplicated and sorted. A dispatch key
+whose meaning the kernel library guessed (kind ``sm_key``, see
+``kernels.bindings``) reads ``"100a"`` and ``"120f"`` as their SM.
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ import ast
 import re
 
 from guardscan.predicate import CudaAtLeast, Device, Predicate, Unknown, neg
-from guardscan.syntax import unparse
+from guardscan.syntax import as_ints, as_sm_strings, unparse
 
 __all__ = ["cuda_compare", "device_compare", "scalar_device_compare"]
 
@@ -35,30 +43,34 @@ def device_compare(kind: str, op: str, value: object, node: ast.AST) -> Predicat
     ``Unknown`` (the comparison's text) when it does not read as one."""
     if op in ("is", "is not"):
         return Unknown(unparse(node))
-    if kind == "sm_text":
-        values = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
-        try:
-            ints = tuple(int(str(v)) for v in values)
-        except ValueError:
-            return Unknown(unparse(node))
-        if op in ("in", "not in"):
-            return Device("sm", op, ints)
-        if op in ("==", "!="):
-            return Device("sm", op, ints[0])
-        return Unknown(unparse(node))
-    if op in ("in", "not in"):
-        if isinstance(value, (tuple, list, set, frozenset)):
-            items = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-            return Device(kind, op, tuple(sorted(items)))
-        return Unknown(unparse(node))
-    if kind == "cap":
-        if isinstance(value, (tuple, list)) and len(value) == 1:
-            return Device("major", op, int(value[0]))
-        scalar = scalar_device_compare(kind, op, tuple(value) if isinstance(value, list)
-                                       else value)
-        return scalar if scalar is not None else Unknown(unparse(node))
-    scalar = scalar_device_compare(kind, op, value)
-    return scalar if scalar is not None else Unknown(unparse(node))
+    membership = op in ("in", "not in")
+    read: Predicate | None = None
+    if kind in ("sm_text", "sm_key"):
+        # the SM as text compares equal to strings only (``"90" == 90`` is false)
+        sms = as_sm_strings(value) if membership or isinstance(value, str) else None
+        texts = value if isinstance(value, (tuple, list, set, frozenset)) else (value,)
+        if kind == "sm_text" and not all(isinstance(t, str) and t.isdigit() for t in texts):
+            sms = None
+        if sms and op in ("==", "!="):
+            read = Device("sm", op, sms[0])
+        elif sms and membership:
+            read = Device("sm", op, sms)
+    elif membership:
+        if kind in INTEGER_QUANTITIES:
+            ints = as_ints(value)
+            read = Device(kind, op, ints) if ints else None
+        elif kind == "cap" and isinstance(value, (tuple, list, set, frozenset)):
+            pairs = [tuple(v) if isinstance(v, list) else v for v in value]
+            if pairs and all(isinstance(v, tuple) and len(v) == 2 and all(
+                    isinstance(i, int) and not isinstance(i, bool) for i in v) for v in pairs):
+                read = Device("cap", op, tuple(sorted(set(pairs))))
+    elif kind == "cap" and isinstance(value, (tuple, list)) and len(value) == 1 and \
+            isinstance(value[0], int) and not isinstance(value[0], bool):
+        read = Device("major", op, int(value[0]))
+    else:
+        read = scalar_device_compare(kind, op, tuple(value) if isinstance(value, list)
+                                     else value)
+    return read if read is not None else Unknown(unparse(node))
 
 
 def cuda_compare(op: str, value: object, node: ast.AST) -> Predicate:

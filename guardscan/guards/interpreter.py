@@ -14,7 +14,7 @@ Anything not reduced stays ``UnkV`` (an ``Unknown`` predicate), never guessed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.choices import ChoiceValues, choice_text
@@ -72,6 +72,9 @@ class Interpreter:
         self.choice_values = ChoiceValues(self)
         self.instance_attrs = InstanceAttributes(self)
         self.operators = Operators(self)
+        #: (rel, scope, names): what names of that scope hold where the tree's
+        #: own definitions leave them unknown (``top_value_given``)
+        self._given: tuple[str, str, Mapping[str, Value]] | None = None
         #: node type -> the method that values it (``_eval_X``, here or in ``operators``)
         self._eval: dict[type, Callable[..., Value]] = {
             getattr(ast, name[len("_eval_"):]): getattr(owner, name)
@@ -95,6 +98,24 @@ class Interpreter:
         except RecursionError:
             self.stack.too_deep()
             return UnkV("too deep")
+
+    def top_value_given(self, node: ast.AST, rel: str, scope: str, line: int,
+                        given: Mapping[str, Value]) -> Value:
+        """As ``top_value``, where a name of ``scope`` (``x``, or ``self.x``)
+        that the tree's definitions leave unknown holds its value in
+        ``given``: what a caller knows that the scope does not say (a
+        parameter's meaning from every call site, a table's keys)."""
+        outer, self._given = self._given, (rel, scope, given)
+        try:
+            return self.top_value(node, rel, scope, line)
+        finally:
+            self._given = outer
+
+    def _given_name(self, rel: str, scope: str, name: str) -> Value | None:
+        given = self._given
+        if given is None or given[0] != rel or given[1] != scope:
+            return None
+        return given[2].get(name)
 
     # -- conversion ---------------------------------------------------------------
     def to_pred(self, value: Value, node: ast.AST | None = None) -> Predicate:
@@ -179,8 +200,12 @@ class Interpreter:
         if node.id in ("True", "False", "None"):
             return ConstV({"True": True, "False": False, "None": None}[node.id])
         value = self.names.lookup(rel, scope, node.id, line)
-        if isinstance(value, UnkV) and node.id in self.options.dests:
-            return OptV(node.id)
+        if isinstance(value, UnkV):
+            given = self._given_name(rel, scope, node.id)
+            if given is not None:
+                return given
+            if node.id in self.options.dests:
+                return OptV(node.id)
         return value
 
     def _eval_NamedExpr(self, node: ast.NamedExpr, rel: str, scope: str, line: int,
@@ -194,6 +219,8 @@ class Interpreter:
             return OptV(attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
             held = self.instance_attrs.value(rel, scope, attr)
+            if held is None or isinstance(held, UnkV):
+                held = self._given_name(rel, scope, f"self.{attr}") or held
             if held is not None:
                 return held
         base = self.value_of(node.value, rel, scope, line, env)

@@ -46,7 +46,9 @@ class PredV:
 
 @dataclass(frozen=True)
 class DevQ:
-    """A device quantity: cap (tuple), major, minor, sm (major*10+minor)."""
+    """A device quantity: cap (tuple), major, minor, sm (major*10+minor),
+    sm_text (the SM as digits) and sm_key (a kernel dispatch key guessed to be
+    the SM as text: ``"100a"`` reads as 100)."""
 
     kind: str
 

@@ -33,7 +33,7 @@ from guardscan.guards.values import UnkV, Value
 from guardscan.index import Index
 from guardscan.index.observe import Table
 from guardscan.messages import diagnostic as make_diagnostic
-from guardscan.predicate import Unknown, atoms
+from guardscan.predicate import Predicate, Unknown, atoms
 from guardscan.results import Diagnostic
 from guardscan.syntax import clear_caches, parse_expr, short, unparse
 
@@ -154,6 +154,30 @@ class Vocabulary:
         return self.ask(("p", text, rel, scope, line),  # type: ignore[return-value]
                         lambda: self._predicate(text, rel, scope, line), report)
 
+    def predicate_given(self, text: str, rel: str, scope: str, line: int,
+                        given: Mapping[str, Value]) -> Predicate:
+        """The meaning of ``text`` in ``scope`` of ``rel``, where the names in
+        ``given`` hold those values when the tree's own definitions leave them
+        unknown (``Interpreter.top_value_given``). Never reported."""
+        def compute() -> tuple[Predicate, None]:
+            node = parse_expr(text)
+            if node is None:
+                return Unknown(f"unparseable: {text[:60]}"), None
+            value = self._interpreter.top_value_given(node, rel, scope, line, given)
+            return self._interpreter.to_pred(value, node), None
+        return self.ask(("g", _given_key(text, given), rel, scope, line),  # type: ignore[return-value]
+                        compute, report=False)
+
+    def value_given(self, text: str, rel: str, scope: str, line: int,
+                    given: Mapping[str, Value]) -> Value:
+        """The value of ``text``, as ``predicate_given`` reads it."""
+        def compute() -> tuple[Value, None]:
+            node = parse_expr(text)
+            return (self._interpreter.top_value_given(node, rel, scope, line, given)
+                    if node is not None else UnkV(f"unparseable: {text[:60]}")), None
+        return self.ask(("w", _given_key(text, given), rel, scope, line),  # type: ignore[return-value]
+                        compute, report=False)
+
     def value(self, text: str, rel: str, scope: str, line: int) -> Value:
         """The value of the expression ``text`` found in ``rel`` inside ``scope``."""
         def compute() -> tuple[Value, None]:
@@ -194,3 +218,9 @@ class Vocabulary:
         if rel is None:
             return UnkV(f"{module} not in tree")
         return self._interpreter.names.lookup(rel, "", name, MODULE_END)
+
+
+def _given_key(text: str, given: Mapping[str, Value]) -> str:
+    """The question's text with what was given: the same text with other
+    names given is another question."""
+    return text + "\0" + repr(sorted(given.items())) if given else text

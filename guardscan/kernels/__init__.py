@@ -25,7 +25,7 @@ from guardscan.kernels.dispatch import recognise_dispatch
 from guardscan.kernels.exports import collect_exports
 from guardscan.kernels.jit_spec import recognise_jit_specs
 from guardscan.kernels.library import KernelLibrary, build_kernel_library
-from guardscan.kernels.model import FACT_KINDS, BackendCheck, Branch, GuardFn, KernelFact
+from guardscan.kernels.model import FACT_KINDS, BackendCheck, Branch, KernelFact
 from guardscan.kernels.support import Outcome
 
 #: every kernel-fact form, in the order above; docs/guard-forms.md lists each
@@ -39,7 +39,6 @@ __all__ = [
                "RECOGNISERS",
                "BackendCheck",
                "Branch",
-               "GuardFn",
                "KernelFact",
                "KernelLibrary",
                "Outcome",

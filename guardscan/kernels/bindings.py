@@ -1,11 +1,13 @@
 """kernels (bindings): what the names in a function hold, capability quantities and literal tables.
 
 What it recognises
-    Local assignments from a capability getter (``major, minor =
-    get_compute_capability(d)``, ``cap = torch.cuda.get_device_capability()``,
-    ``major = cap[0]``), values derived from those (``sm = major * 10 + minor``,
-    ``device_arch = f"{major}{minor}"``, aliases), literal tables (``table =
-    {"100": gen_sm100, ...}`` -> its keys), and *parameters*: a parameter
+    What each local name holds, as the guards interpreter reads the assigned
+    value (``CapabilityReader.quantity``): a capability getter, read from its
+    definition (``major, minor = get_compute_capability(d)``, ``cap =
+    torch.cuda.get_device_capability()``, ``major = cap[0]``), values derived
+    from those (``sm = major * 10 + minor``, ``device_arch =
+    f"{major}{minor}"``, aliases), literal tables (``table = {"100":
+    gen_sm100, ...}`` -> its keys), and *parameters*: a parameter
     compared with literals in the function (``backend in ("120", "121")``)
     takes the quantity every in-tree caller passes for it
     (``get_cutlass_fused_moe_module(device_arch)``), followed through up to
@@ -14,7 +16,12 @@ Why it matters
     A dispatch keyed on a parameter only says which arch takes which branch
     once we know the parameter *is* the device's SM number.
 Known limits
-    Callers are found by a byte search for ``name(`` over the package's
+    An assignment is read only when its text names a capability
+    (``capabilit``) or a name already holding a quantity: a cheap text
+    pre-filter, which never decides what the value means (the interpreter
+    does), so a getter spelt otherwise (``sm = get_arch()``) leaves the name
+    unread here (the conditions that use it are still read by the
+    interpreter). Callers are found by a byte search for ``name(`` over the package's
     sources, then resolved by qualified name; only parameters compared with
     capability-like literals (``"120"``, ints up to 130, ``(12, 0)``) are
     looked up, and a name found in more than ``MAX_CALLER_FILES`` files
@@ -33,7 +40,7 @@ import ast
 from collections.abc import Callable
 
 from guardscan.index.facts import FunctionFact
-from guardscan.kernels.conditions import quantity_of
+from guardscan.kernels.conditions import CapabilityReader
 from guardscan.kernels.symbols import ModuleSymbols, Resolver, split_targets
 from guardscan.syntax import NOT_LITERAL, is_sm_string, literal, parse_expr
 
@@ -104,8 +111,10 @@ def _literal_table(value_text: str) -> object:
 class Bindings:
     """Computes ScopeNames per function, deriving parameter meanings from callers."""
 
-    def __init__(self, resolver: Resolver, find_callers: Callable[[str], list[str]]) -> None:
+    def __init__(self, resolver: Resolver, find_callers: Callable[[str], list[str]],
+                 reader: CapabilityReader) -> None:
         self.resolver = resolver
+        self.reader = reader  # what an expression holds, read by the guards interpreter
         self.find_callers = find_callers  # short name -> rel paths that may call it
         self._memo: dict[str, ScopeNames] = {}
         self._param_memo: dict[tuple[str, str], str | None] = {}
@@ -154,9 +163,10 @@ class Bindings:
 
     def _read_assigns(self, table: ModuleSymbols, scope: str, names: ScopeNames) -> None:
         for assign in table.scope_assigns.get(scope, []):
-            self._read_assign(assign.targets, assign.value, names)
+            self._read_assign(assign.targets, assign.value, names, table.rel, scope, assign.line)
 
-    def _read_assign(self, targets: tuple[str, ...], value_text: str, names: ScopeNames) -> None:
+    def _read_assign(self, targets: tuple[str, ...], value_text: str, names: ScopeNames,
+                     rel: str, scope: str, line: int) -> None:
         value = _literal_table(value_text)
         relevant = "capabilit" in value_text or any(n in value_text for n in names.quantities)
         node = parse_expr(value_text) if relevant or value is not NOT_LITERAL else None
@@ -167,14 +177,15 @@ class Bindings:
                     names.quantities.pop(name, None)
                 continue
             if len(parts) == 2 and all(p.isidentifier() for p in parts) and isinstance(
-                    node, ast.Call) and quantity_of(node, names.quantities) == "cap":
+                    node, ast.Call) and self.reader.quantity(
+                    value_text, rel, scope, line, names.quantities) == "cap":
                 names.quantities[parts[0]] = "major"
                 names.quantities[parts[1]] = "minor"
                 continue
             if len(parts) != 1:
                 continue
             name = parts[0]
-            quantity = quantity_of(node, names.quantities)
+            quantity = self.reader.quantity(value_text, rel, scope, line, names.quantities)
             if quantity is not None:
                 names.quantities[name] = quantity
             elif not _same_domain(names.quantities.get(name), value):
@@ -198,12 +209,12 @@ class Bindings:
             for assign in table.scope_assigns.get(method.qualname, []):
                 self_targets = [t for t in assign.targets if t.startswith("self.")]
                 if self_targets:
-                    node = parse_expr(assign.value)
-                    quantity = quantity_of(node, local.quantities) if node is not None else None
+                    quantity = self.reader.quantity(assign.value, table.rel, method.qualname,
+                                                    assign.line, local.quantities)
                     for target in self_targets:
                         found.setdefault(target, set()).add(quantity)
                 self._read_assign(tuple(t for t in assign.targets if not t.startswith("self.")),
-                                  assign.value, local)
+                                  assign.value, local, table.rel, method.qualname, assign.line)
         for name, kinds in found.items():
             only = next(iter(kinds)) if len(kinds) == 1 else None
             if only is not None:
@@ -311,11 +322,11 @@ class Bindings:
                     arg = call.args[index]
                 if arg is None:
                     continue  # the default is used
-                node = parse_expr(arg)
-                if node is None:
+                if parse_expr(arg) is None:
                     return None
                 caller_names = self.scope_names(caller_table, call.scope, depth + 1)
-                quantity = quantity_of(node, caller_names.quantities)
+                quantity = self.reader.quantity(arg, facts.rel, call.scope, call.line,
+                                                caller_names.quantities)
                 if quantity is None or quantity.endswith("?"):
                     return None
                 seen.add(quantity)

@@ -4,9 +4,9 @@ What it recognises
     A ``raise`` reached only under conditions that mention the device
     (``if major < 10: raise ...``, ``if props.major != 12: raise ...``, ``if
     not is_sm100a_supported(device): raise``), and an ``assert`` whose test
-    does. The conditions are read by the guard forms, as SGLang's guards are
-    (``conditions.forms_guard``), then by the kernel reader for what depends
-    on the callers (see ``conditions``).
+    does. The conditions are read by the guards interpreter and its forms, as
+    SGLang's guards are, with what the library's callers say its parameters
+    hold (see ``conditions``).
     The fact's predicate is where the raise is *not* reached: the negation of
     the raise's path (``major >= 10``); for an assert, its test (under the
     conditions around it).

@@ -38,7 +38,6 @@ import ast
 from dataclasses import dataclass, field
 
 from guardscan.index.facts import CallFact, FunctionFact, RaiseFact
-from guardscan.kernels.conditions import compare
 from guardscan.kernels.model import Branch, KernelFact
 from guardscan.kernels.paths import BRANCH_KINDS, PathReader, negate
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
@@ -178,7 +177,9 @@ def _table(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact, paths: Pa
         for key_node, value in zip(dict_node.keys, dict_node.values):
             if not isinstance(key_node, ast.Constant):
                 continue
-            pred = compare(quantity, "==", key_node.value)
+            # ``key == "100"`` read as any condition is, ``key`` holding its quantity
+            pred = paths.reader.read(f"{key} == {segment(assign.value, key_node)}", table.rel,
+                                     scope, cond.line, {key: quantity})
             value_text = dotted(value)
             if pred is None or value_text is None:
                 continue

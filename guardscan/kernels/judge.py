@@ -59,10 +59,9 @@ class LibraryJudge(KernelJudge):
         """The library's facts, read on the first question the answer cache
         cannot answer (never, when an earlier scan asked them all)."""
         if self._library is None:
-            from guardscan.kernels.conditions import forms_guard
             from guardscan.kernels.library import build_kernel_library
 
-            self._library = build_kernel_library(self.index, forms_guard(self.index))
+            self._library = build_kernel_library(self.index)
         return self._library
 
     def covers(self, call: KernelCall) -> bool:

@@ -34,7 +34,7 @@ from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
 from guardscan.kernels.exports import collect_exports
 from guardscan.kernels.jit_spec import recognise_jit_specs
-from guardscan.kernels.model import BackendCheck, Branch, GuardFn, KernelFact
+from guardscan.kernels.model import BackendCheck, Branch, KernelFact
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.support import Outcome, SupportSolver
 from guardscan.kernels.symbols import Resolver
@@ -62,13 +62,12 @@ EXCLUDED_DIRS = ("data",)
 class KernelLibrary:
     """Facts about where each kernel-library function runs, and how to combine them."""
 
-    def __init__(self, index: Index, guard: GuardFn | None = None,
-                 excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS) -> None:
+    def __init__(self, index: Index, excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS) -> None:
         self.index = index
         self.package = index.tree.package
         self.resolver = Resolver(index)
-        self.reader = CapabilityReader(guard)
-        self.bindings = Bindings(self.resolver, self._find_callers)
+        self.reader = CapabilityReader(index)
+        self.bindings = Bindings(self.resolver, self._find_callers, self.reader)
         self.paths = PathReader(self.reader, self.bindings)
         self.facts: dict[str, list[KernelFact]] = {}
         self.graph: nx.DiGraph[str] = nx.DiGraph()
@@ -372,8 +371,8 @@ class KernelLibrary:
         return Counter(f.kind for facts in self.facts.values() for f in facts)
 
 
-def build_kernel_library(index: Index, guard: GuardFn | None = None) -> KernelLibrary:
+def build_kernel_library(index: Index) -> KernelLibrary:
     """The kernel library of ``index``'s tree (FlashInfer), ready for ``support``."""
-    library = KernelLibrary(index, guard)
+    library = KernelLibrary(index)
     library.scan()
     return library

@@ -7,7 +7,6 @@ methods ``module.Class.method``, nested functions ``module.outer.inner``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardscan.predicate import Predicate
@@ -19,14 +18,8 @@ __all__ = [
     "STRENGTH",
     "BackendCheck",
     "Branch",
-    "GuardFn",
     "KernelFact",
 ]
-
-#: ``guard(expr_text, rel, scope, line) -> Predicate``: the vocabulary's reading
-#: of a guard expression in context (helpers such as ``is_sm100a_supported``).
-#: ``Vocabulary.predicate`` fits as is: a result carrying ``.predicate`` is unwrapped.
-GuardFn = Callable[[str, str, str, int], object]
 
 FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts")
 

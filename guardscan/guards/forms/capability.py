@@ -63,7 +63,8 @@ class CapabilityComparison(GuardForm):
              kwargs: dict[str, Value]) -> Value | None:
         if path.startswith("torch.") and path.endswith("get_device_capability"):
             return DevQ("cap")
-        if builtin_name(path) in ("tuple", "int", "list") and args and isinstance(args[0], DevQ):
+        if builtin_name(path) in ("tuple", "int", "list") and args and isinstance(
+                args[0], DevQ) and args[0].kind not in ("sm_text", "sm_key"):
             return args[0]
         return None
 
