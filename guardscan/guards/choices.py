@@ -20,6 +20,7 @@ an enum method, an f-string or a comparison stays unknown (errs toward
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,24 @@ class ChoiceValues:
 
     def clear(self) -> None:
         self._method_names = None
+
+    def method_call(self, node: ast.Call, func: ast.Attribute, rel: str, scope: str,
+                    line: int, env: dict[str, Value]) -> Value | None:
+        """``x.m(...)`` where ``x`` is an option's value, or constant text: a
+        string method or the option's enum method, read per choice
+        (``guards.choices``); None for any other call."""
+        base = self.interpreter.value_of(func.value, rel, scope, line, env)
+        if not isinstance(base, (OptV, ChoiceV, ConstV, EnumMemberV)):
+            return None
+        args = [self.interpreter.value_of(a, rel, scope, line, env) for a in node.args
+                if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.interpreter.value_of(k.value, rel, scope, line, env)
+                  for k in node.keywords if k.arg}
+        if isinstance(base, (OptV, ChoiceV)):
+            value = self.enum_method(base, func.attr, args, kwargs)
+            if value is not None:
+                return value
+        return self.string_method(base, func.attr, args, kwargs)
 
     def may_be_method(self, name: str) -> bool:
         """Could ``x.name(...)`` be a computation on an option's value (a string

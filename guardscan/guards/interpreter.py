@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable, Mapping
 
 from guardscan.guards.calls import FunctionCalls
-from guardscan.guards.choices import ChoiceValues, choice_text
+from guardscan.guards.choices import ChoiceValues
 from guardscan.guards.forms import first_predicate, first_value
 from guardscan.guards.instance_attrs import InstanceAttributes
 from guardscan.guards.lookup import MODULE_END, NameLookup
@@ -303,7 +303,7 @@ class Interpreter:
             return option_test
         func = node.func
         if isinstance(func, ast.Attribute) and self.choice_values.may_be_method(func.attr):
-            computed = self._method_on_value(node, func, rel, scope, line, env)
+            computed = self.choice_values.method_call(node, func, rel, scope, line, env)
             if computed is not None:
                 return computed
         callee = self.value_of(func, rel, scope, line, env)
@@ -318,7 +318,7 @@ class Interpreter:
         if isinstance(callee, ClassV):
             dest = self.options.enum_dests.get(callee.qualname)
             if dest is not None and len(args) == 1:
-                return self._enum_of(dest, args[0])
+                return self.option_tests.enum_of(dest, args[0])
             return InstanceV(callee.rel, callee.qualname)
         value = first_value(lambda form: form.call_value(self, callee, args, kwargs))
         if value is not None:
@@ -326,37 +326,6 @@ class Interpreter:
         if isinstance(callee, UnkV):
             return callee
         return UnkV("call of non-function")
-
-    def _method_on_value(self, node: ast.Call, func: ast.Attribute, rel: str, scope: str,
-                         line: int, env: dict[str, Value]) -> Value | None:
-        """``x.m(...)`` where ``x`` is an option's value, or constant text: a
-        string method or the option's enum method, read per choice
-        (``guards.choices``); None for any other call."""
-        base = self.value_of(func.value, rel, scope, line, env)
-        if not isinstance(base, (OptV, ChoiceV, ConstV, EnumMemberV)):
-            return None
-        args = [self.value_of(a, rel, scope, line, env) for a in node.args
-                if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env)
-                  for k in node.keywords if k.arg}
-        if isinstance(base, (OptV, ChoiceV)):
-            value = self.choice_values.enum_method(base, func.attr, args, kwargs)
-            if value is not None:
-                return value
-        return self.choice_values.string_method(base, func.attr, args, kwargs)
-
-    def _enum_of(self, dest: str, arg: Value) -> Value:
-        """``E(x)`` for an enum ``E`` that models option ``dest``. A member made
-        from the option's value, or from a value not known here (a setter's
-        argument: ``FP4_BACKEND = Fp4GemmRunnerBackend(backend)``), is read as the
-        option's value, as an ``E``-typed value is everywhere else (enum
-        predicate methods); a constant gives that member."""
-        if isinstance(arg, (OptV, ChoiceV)):
-            return arg
-        text = choice_text(arg)
-        if text is not None:
-            return EnumMemberV(frozenset({text}))
-        return OptV(dest)
 
     def _external_call(self, path: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
         """Calls of names outside the tree, recognised by qualified name."""

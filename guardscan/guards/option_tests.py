@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from guardscan.guards.choices import choice_text
 from guardscan.guards.values import (
     ChoiceV,
     ClassV,
@@ -81,6 +82,19 @@ class OptionTests:
         if short in members:
             return EnumMemberV(frozenset({members[short]}))
         return None
+
+    def enum_of(self, dest: str, arg: Value) -> Value:
+        """``E(x)`` for an enum ``E`` that models option ``dest``. A member made
+        from the option's value, or from a value not known here (a setter's
+        argument: ``FP4_BACKEND = Fp4GemmRunnerBackend(backend)``), is read as the
+        option's value, as an ``E``-typed value is everywhere else (enum
+        predicate methods); a constant gives that member."""
+        if isinstance(arg, (OptV, ChoiceV)):
+            return arg
+        text = choice_text(arg)
+        if text is not None:
+            return EnumMemberV(frozenset({text}))
+        return OptV(dest)
 
     def compare(self, left: OptV, op: str, right: Value) -> Predicate | None:
         pred: Predicate

@@ -13,9 +13,7 @@ tree is imported or executed.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -27,6 +25,7 @@ from guardscan.kernels import backend_requirement, decorator, jit_spec
 from guardscan.kernels.artifacts import CubinList, cubin_lists, recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.bindings import Bindings
+from guardscan.kernels.callers import CallerFiles
 from guardscan.kernels.callgraph import Edge, class_edges, function_edges
 from guardscan.kernels.check import recognise_checks
 from guardscan.kernels.conditions import BACKEND_OPTION, CapabilityReader
@@ -48,11 +47,6 @@ __all__ = ["EXCLUDED_DIRS", "PREFILTER_TOKENS", "KernelLibrary", "build_kernel_l
 PREFILTER_TOKENS = (*decorator.TOKENS, *backend_requirement.TOKENS, jit_spec.KEYWORD,
                     "-gencode", "_nvcc_flags")
 
-#: Per-name byte searches for callers before indexing every call site at once
-#: (on flashinfer 0.7.2 a search costs ~30 ms, the index ~2 s; a full scan
-#: makes about 260 searches, a one-option scan a handful).
-CALLER_SEARCHES = 16
-_CALL_SITE = re.compile(rb"\b([A-Za-z_]\w*)\(")
 
 #: Package subdirectories that hold vendored sources and data, not the library
 #: (FlashInfer ships CUTLASS's Python DSL and cubin lists under ``data/``).
@@ -67,7 +61,12 @@ class KernelLibrary:
         self.package = index.tree.package
         self.resolver = Resolver(index)
         self.reader = CapabilityReader(index)
-        self.bindings = Bindings(self.resolver, self._find_callers, self.reader)
+        excluded = tuple(f"{self.package}/{d}/" for d in excluded_dirs)
+        self.source_files: tuple[str, ...] = tuple(
+            rel for rel in index.tree.files
+            if rel.startswith(self.package + "/") and not rel.startswith(excluded))
+        self.callers = CallerFiles(index, self.source_files)
+        self.bindings = Bindings(self.resolver, self.callers.of, self.reader)
         self.paths = PathReader(self.reader, self.bindings)
         self.facts: dict[str, list[KernelFact]] = {}
         self.graph: nx.DiGraph[str] = nx.DiGraph()
@@ -75,18 +74,11 @@ class KernelLibrary:
         self.unresolved: list[tuple[str, str, str, int]] = []
         self.branches: dict[str, list[Branch]] = {}
         self.backend_checks: dict[str, list[BackendCheck]] = {}
-        excluded = tuple(f"{self.package}/{d}/" for d in excluded_dirs)
-        self.source_files: tuple[str, ...] = tuple(
-            rel for rel in index.tree.files
-            if rel.startswith(self.package + "/") and not rel.startswith(excluded))
         self._static_done: set[str] = set()
         self._flow_done: set[str] = set()
         self._expanded: set[str] = set()
         self._edges: dict[str, list[Edge]] = {}
         self._table_edges: dict[str, list[Edge]] = {}
-        self._callers: dict[str, list[str]] = {}
-        self._call_sites: dict[str, list[str]] | None = None
-        self._reversed_names: list[str] = []
         self._capability: dict[str, Predicate | None] = {}
         self._cubin_lists: dict[str, CubinList] | None = None
         self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
@@ -175,44 +167,6 @@ class KernelLibrary:
                      if f.kind == "decorator"]
             self._capability[function_id] = conj(*preds) if preds else None
         return self._capability[function_id]
-
-    def _find_callers(self, name: str) -> list[str]:
-        """Files that may call ``name``: those where ``name(`` occurs, in file order.
-
-        A byte search per name at first; after ``CALLER_SEARCHES`` of them, one
-        pass indexes every ``identifier(`` of the package, and a name's callers
-        are the files of the identifiers that end with it (``self._name(`` and
-        ``a.b.name(`` both count), which is the same answer as the byte search.
-        Once indexed, the package's text is no longer held (95 MB for
-        flashinfer 0.7.2).
-        """
-        if name not in self._callers:
-            if self._call_sites is None and len(self._callers) >= CALLER_SEARCHES:
-                self._call_sites = {}
-                for rel in self.source_files:
-                    data = self.index.data(rel)
-                    for found in set(_CALL_SITE.findall(data or b"")):
-                        self._call_sites.setdefault(found.decode(), []).append(rel)
-                self._reversed_names = sorted(n[::-1] for n in self._call_sites)
-                self.index.release_text()
-            if self._call_sites is not None:
-                self._callers[name] = self._indexed_callers(name)
-            else:
-                needle = f"{name}(".encode()
-                self._callers[name] = [rel for rel in self.source_files
-                                       if needle in (self.index.data(rel) or b"")]
-        return self._callers[name]
-
-    def _indexed_callers(self, name: str) -> list[str]:
-        assert self._call_sites is not None
-        suffix = name[::-1]
-        names = self._reversed_names
-        found: set[str] = set()
-        at = bisect.bisect_left(names, suffix)
-        while at < len(names) and names[at].startswith(suffix):
-            found.update(self._call_sites[names[at][::-1]])
-            at += 1
-        return [rel for rel in self.source_files if rel in found] if found else []
 
     # -- the call graph, module by module ---------------------------------------------------
     def expand_module(self, module: str) -> None:
