@@ -7,9 +7,10 @@ Membership is strict: ``major in (...)`` needs ints, ``cap in (...)``
 (major, minor) pairs, the SM as text (``f"{major}{minor}"``, kind
 ``sm_text``) digit strings (``"90" == 90`` and ``"100" == "100a"`` are false
 in Python: unknown here, never read as a match); anything else stays
-``Unknown``, and the members are de-duplicated and sorted. A dispatch key
-whose meaning the kernel library guessed (kind ``sm_key``, see
-``kernels.bindings``) reads ``"100a"`` and ``"120f"`` as their SM.
+``Unknown``, and the members are de-duplicated and sorted. A kernel
+library's dispatch key (kind ``sm_key``: a parameter its callers pass the SM
+string for, or one guessed to be, see ``kernels.bindings``) reads
+``"100a"`` and ``"120f"`` as their SM, as the library's own tables key them.
 """
 
 from __future__ import annotations

@@ -62,7 +62,9 @@ BACKEND_OPTION = "backend"
 QUANTITIES = ("major", "minor", "sm", "sm_str", "cap", "sm_str?")
 
 #: quantity -> the interpreter's device quantity (``DevQ.kind``), and back
-_KIND = {"major": "major", "minor": "minor", "sm": "sm", "cap": "cap", "sm_str": "sm_text",
+#: (an SM string from the callers reads as a dispatch key: narrowed in the
+#: function, ``backend = "120f"``, it keeps its meaning, see ``bindings``)
+_KIND = {"major": "major", "minor": "minor", "sm": "sm", "cap": "cap", "sm_str": "sm_key",
          "sm_str?": "sm_key"}
 _QUANTITY = {"major": "major", "minor": "minor", "sm": "sm", "cap": "cap", "sm_text": "sm_str",
              "sm_key": "sm_str?"}
