@@ -46,7 +46,8 @@ from pathlib import Path
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
 from guardscan.memo.process import scan_once, tree_defines
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
-from guardscan.results import BackendVerdict, OptionInfo, Role, ScanResult, Verdict
+from guardscan.results import BackendVerdict, OptionInfo, ScanResult, Verdict
+from guardscan.verdict.auto import auto_targets
 
 __all__ = [
     "PROBLEMS",
@@ -325,11 +326,9 @@ def _default_value(option: OptionInfo) -> tuple[bool, str | None]:
 
 
 def _auto_candidates(entries: Sequence[BackendVerdict], value: str | None) -> list[str]:
-    """The choices whose chains hold a ``default`` line on this architecture:
-    where ``auto`` (or SGLang's own pick) goes."""
-    return list(dict.fromkeys(
-        e.choice for e in entries if e.choice != value and not e.platform
-        and any(ev.role == Role.DEFAULT.value for ev in e.evidence)))
+    """Where ``auto`` (or SGLang's own pick) goes on this architecture
+    (``guardscan.verdict.auto``)."""
+    return [choice for choice, _ in auto_targets(entries, value)]
 
 
 def _judge(option: OptionInfo, value: str | None, arch: str, given: bool,

@@ -72,9 +72,10 @@ class Interpreter:
         self.choice_values = ChoiceValues(self)
         self.instance_attrs = InstanceAttributes(self)
         self.operators = Operators(self)
-        #: (rel, scope, names): what names of that scope hold where the tree's
-        #: own definitions leave them unknown (``top_value_given``)
-        self._given: tuple[str, str, Mapping[str, Value]] | None = None
+        #: (rel, scope, names, first): what names of that scope hold where the
+        #: tree's own definitions leave them unknown, and which of them hold it
+        #: whatever the definitions say (``top_value_given``)
+        self._given: tuple[str, str, Mapping[str, Value], frozenset[str]] | None = None
         #: node type -> the method that values it (``_eval_X``, here or in ``operators``)
         self._eval: dict[type, Callable[..., Value]] = {
             getattr(ast, name[len("_eval_"):]): getattr(owner, name)
@@ -100,20 +101,28 @@ class Interpreter:
             return UnkV("too deep")
 
     def top_value_given(self, node: ast.AST, rel: str, scope: str, line: int,
-                        given: Mapping[str, Value]) -> Value:
+                        given: Mapping[str, Value], first: frozenset[str] = frozenset(),
+                        ) -> Value:
         """As ``top_value``, where a name of ``scope`` (``x``, or ``self.x``)
         that the tree's definitions leave unknown holds its value in
         ``given``: what a caller knows that the scope does not say (a
-        parameter's meaning from every call site, a table's keys)."""
-        outer, self._given = self._given, (rel, scope, given)
+        parameter's meaning from every call site, a table's keys). A name in
+        ``first`` holds its given value whatever the definitions say (the
+        caller followed its assignments itself)."""
+        outer, self._given = self._given, (rel, scope, given, first)
         try:
             return self.top_value(node, rel, scope, line)
         finally:
             self._given = outer
 
-    def _given_name(self, rel: str, scope: str, name: str) -> Value | None:
+    def _given_name(self, rel: str, scope: str, name: str, first: bool = False,
+                    ) -> Value | None:
+        """The value given for ``name`` in ``scope`` of ``rel`` (``first``:
+        only a name given to hold it whatever the definitions say)."""
         given = self._given
         if given is None or given[0] != rel or given[1] != scope:
+            return None
+        if first and name not in given[3]:
             return None
         return given[2].get(name)
 
@@ -199,6 +208,10 @@ class Interpreter:
             return env[node.id]
         if node.id in ("True", "False", "None"):
             return ConstV({"True": True, "False": False, "None": None}[node.id])
+        if self._given is not None:
+            held = self._given_name(rel, scope, node.id, first=True)
+            if held is not None:
+                return held
         value = self.names.lookup(rel, scope, node.id, line)
         if isinstance(value, UnkV):
             given = self._given_name(rel, scope, node.id)
@@ -218,12 +231,19 @@ class Interpreter:
         if attr in self.options.dests:
             return OptV(attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
-            held = self.instance_attrs.value(rel, scope, attr)
+            held = self._given_name(rel, scope, f"self.{attr}", first=True) or \
+                self.instance_attrs.value(rel, scope, attr)
             if held is None or isinstance(held, UnkV):
                 held = self._given_name(rel, scope, f"self.{attr}") or held
             if held is not None:
                 return held
-        base = self.value_of(node.value, rel, scope, line, env)
+        return self.attribute_of(self.value_of(node.value, rel, scope, line, env), attr)
+
+    def attribute_of(self, base: Value, attr: str) -> Value:
+        """``base.attr``; of a value that depends on conditions, the attribute
+        of each alternative."""
+        if isinstance(base, AltV):
+            return alternatives(base, lambda value: self.attribute_of(value, attr))
         if isinstance(base, ModuleV):
             step = self.tables.imported(base.name, attr)
             if step.kind == "module":
@@ -311,6 +331,13 @@ class Interpreter:
                 if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env)
                   for k in node.keywords if k.arg}
+        return self.call_of(callee, args, kwargs)
+
+    def call_of(self, callee: Value, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """``callee(*args, **kwargs)``; of a callee that depends on conditions,
+        the call of each alternative."""
+        if isinstance(callee, AltV):
+            return alternatives(callee, lambda value: self.call_of(value, args, kwargs))
         if isinstance(callee, ExtV):
             return self._external_call(callee.path, args, kwargs)
         if isinstance(callee, FuncV):
@@ -335,3 +362,11 @@ class Interpreter:
         if path == "torch" or path.startswith("torch."):
             return UnkV(f"{path}()")
         return UnkV(f"{path}() is outside the tree")
+
+
+def alternatives(value: AltV, each: Callable[[Value], Value]) -> Value:
+    """``each`` of every alternative of ``value``, under the same conditions;
+    one value when they all agree."""
+    out = tuple((cond, each(item)) for cond, item in value.alternatives)
+    first = out[0][1]
+    return first if all(item == first for _, item in out) else AltV(out)

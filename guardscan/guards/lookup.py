@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from guardscan.guards.forms import BUILTIN_NAMES
 from guardscan.guards.stack import MODULE_END, EvaluationStack
 from guardscan.guards.values import (
+    AltV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -160,21 +161,9 @@ class NameLookup:
             if imp.line < line and (best is None or imp.line > best.line):
                 return self.import_value(imp.module, imp.name, rel, imp.line)
         if best is not None:
-            # if/else branches that each assign the name: combine them
-            group = [best]
-            for other in candidates[1:]:
-                if all(_exclusive(other.path, g.path) for g in group):
-                    group.append(other)
-                else:
-                    break
-            if len(group) > 1:
-                values = [self.assign_value(rel, g, name) for g in group]
-                if all(isinstance(v, (PredV, ConstV)) for v in values):
-                    to_pred = self.interpreter.to_pred
-                    parts = [conj(self.path_pred(facts, rel, scope, g.path), to_pred(v))
-                             for g, v in zip(group, values)]
-                    return PredV(disj(*parts))
-            return self.assign_value(rel, best, name)
+            if not best.path:
+                return self.assign_value(rel, best, name)
+            return self._branch_value(facts, rel, scope, name, candidates, by_qualname, line)
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
             return UnkV(f"parameter {name}")
@@ -182,6 +171,43 @@ class NameLookup:
         if func is not None:
             return FuncV(rel, func.qualname)
         return None
+
+    def _branch_value(self, facts: FactsView, rel: str, scope: str, name: str,
+                      candidates: list[AssignFact], functions: Mapping[str, Any],
+                      line: int) -> Value:
+        """A local whose latest assignment before the use is on a branch: its
+        value there where that branch was taken, and what it held before
+        where it was not, back to an assignment on no branch (``x = a``; ``if
+        c: x = b``; ``elif d: x = e`` -> b where c, e where not c and d, a
+        elsewhere). Read from where the use stands: an assignment on a branch
+        the use is inside holds there, one on a branch the use is outside of
+        never reaches it, and one on the same branch as a later one is
+        shadowed by it. More than ``MAX_BRANCH_ASSIGNS`` branches stay unknown."""
+        at = _use_path(facts, scope, line)
+        inside = set(at) if at is not None else set()
+        alternatives: list[tuple[Predicate, Value]] = []
+        taken: set[tuple[int, ...]] = set()
+        rest: Value | None = None
+        for assign in candidates:
+            own = tuple(s for s in assign.path if s not in inside)
+            if own in taken or (at is not None and _exclusive(assign.path, at)):
+                continue
+            value = self.assign_value(rel, assign, name)
+            if not own:
+                rest = value
+                break
+            if len(alternatives) >= MAX_BRANCH_ASSIGNS:
+                return UnkV(f"{name} assigned on many branches")
+            taken.add(own)
+            alternatives.append((self.path_pred(facts, rel, scope, own), value))
+        if rest is None:
+            params = any(name in func.params for func in functions.get(scope, ()))
+            rest = UnkV(f"parameter {name}" if params else f"{name} before it is assigned")
+        # where an earlier branch holds, a later one not taken: nest from the last
+        value = rest
+        for cond, branch in reversed(alternatives):
+            value = AltV(((cond, branch), (neg(cond), value)))
+        return value
 
     def _reachable_on_nvidia(self, facts: FactsView, rel: str, scope: str,
                              assign: AssignFact) -> bool:
@@ -334,6 +360,31 @@ class NameLookup:
             getter = FuncV(inst.rel, func.qualname)
             return self.interpreter.calls.call_function(getter, [], {})
         return FuncV(inst.rel, func.qualname)
+
+
+#: Branches that assign one local, read as alternatives; more stay unknown.
+MAX_BRANCH_ASSIGNS = 4
+
+
+def _use_path(facts: FactsView, scope: str, line: int) -> tuple[int, ...] | None:
+    """The branch path of the statement at ``line`` of ``scope`` (None: no
+    statement fact there). For a branch's own test, the path it stands on:
+    that of a statement inside it, up to the test."""
+    for group in (facts.assigns, facts.calls, facts.returns, facts.raises, facts.asserts):
+        for fact in group:
+            if fact.line == line and fact.scope == scope:
+                path: tuple[int, ...] = fact.path
+                return path
+    for number, cond in enumerate(facts.conds, start=1):
+        if cond.line != line:
+            continue
+        for group in (facts.assigns, facts.calls, facts.returns, facts.raises):
+            for fact in group:
+                for at, signed in enumerate(fact.path):
+                    if abs(signed) == number:
+                        prefix: tuple[int, ...] = fact.path[:at]
+                        return prefix
+    return None
 
 
 def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:

@@ -155,27 +155,29 @@ class Vocabulary:
                         lambda: self._predicate(text, rel, scope, line), report)
 
     def predicate_given(self, text: str, rel: str, scope: str, line: int,
-                        given: Mapping[str, Value]) -> Predicate:
+                        given: Mapping[str, Value], first: frozenset[str] = frozenset(),
+                        ) -> Predicate:
         """The meaning of ``text`` in ``scope`` of ``rel``, where the names in
         ``given`` hold those values when the tree's own definitions leave them
-        unknown (``Interpreter.top_value_given``). Never reported."""
+        unknown, and those in ``first`` whatever they say
+        (``Interpreter.top_value_given``). Never reported."""
         def compute() -> tuple[Predicate, None]:
             node = parse_expr(text)
             if node is None:
                 return Unknown(f"unparseable: {text[:60]}"), None
-            value = self._interpreter.top_value_given(node, rel, scope, line, given)
+            value = self._interpreter.top_value_given(node, rel, scope, line, given, first)
             return self._interpreter.to_pred(value, node), None
-        return self.ask(("g", _given_key(text, given), rel, scope, line),  # type: ignore[return-value]
+        return self.ask(("g", _given_key(text, given, first), rel, scope, line),  # type: ignore[return-value]
                         compute, report=False)
 
     def value_given(self, text: str, rel: str, scope: str, line: int,
-                    given: Mapping[str, Value]) -> Value:
+                    given: Mapping[str, Value], first: frozenset[str] = frozenset()) -> Value:
         """The value of ``text``, as ``predicate_given`` reads it."""
         def compute() -> tuple[Value, None]:
             node = parse_expr(text)
-            return (self._interpreter.top_value_given(node, rel, scope, line, given)
+            return (self._interpreter.top_value_given(node, rel, scope, line, given, first)
                     if node is not None else UnkV(f"unparseable: {text[:60]}")), None
-        return self.ask(("w", _given_key(text, given), rel, scope, line),  # type: ignore[return-value]
+        return self.ask(("w", _given_key(text, given, first), rel, scope, line),  # type: ignore[return-value]
                         compute, report=False)
 
     def value(self, text: str, rel: str, scope: str, line: int) -> Value:
@@ -220,7 +222,7 @@ class Vocabulary:
         return self._interpreter.names.lookup(rel, "", name, MODULE_END)
 
 
-def _given_key(text: str, given: Mapping[str, Value]) -> str:
+def _given_key(text: str, given: Mapping[str, Value], first: frozenset[str]) -> str:
     """The question's text with what was given: the same text with other
     names given is another question."""
-    return text + "\0" + repr(sorted(given.items())) if given else text
+    return text + "\0" + repr((sorted(given.items()), sorted(first))) if given else text

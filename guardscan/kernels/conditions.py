@@ -7,8 +7,11 @@ What it recognises
     definition, not its name), ``props.major != 12`` after ``props =
     torch.cuda.get_device_properties(d)``, ``device_arch != "90"`` after
     ``device_arch = f"{major * 10 + minor}"``, ``is_sm100a_supported(d)``.
-    What only the kernel library knows is handed to that interpreter as the
-    value of names its definitions leave unknown (``given``): a parameter's
+    What only the kernel library knows is handed to that interpreter
+    (``given``): the capability quantity a name holds, whatever its
+    assignments say (``bindings`` followed them, keeping a dispatch key's
+    meaning through ``backend = "120f"``), and, as the value of names the
+    definitions leave unknown: a parameter's
     meaning from its callers (``backend in ("120", "121")`` where every
     caller passes the SM string, see ``bindings``), literal tables whose
     keys are dispatch keys (``backend not in backend_modules``), and a
@@ -108,10 +111,11 @@ class CapabilityReader:
         with backend names reads as the backend option).
         """
         given = given_names(names, consts, params)
+        first = frozenset(names)
         node = parse_expr(text)
         if node is None:
-            return self._leaf(text, rel, scope, line, given)
-        return self._node(node, text, rel, scope, line, given)
+            return self._leaf(text, rel, scope, line, given, first)
+        return self._node(node, text, rel, scope, line, given, first)
 
     def quantity(self, text: str, rel: str, scope: str, line: int,
                  names: Mapping[str, str]) -> str | None:
@@ -127,12 +131,13 @@ class CapabilityReader:
             held = dotted(node)
             if held is not None and held.startswith("self.") and held in names:
                 return names[held]
-        value = self.vocabulary.value_given(text, rel, scope, line, given_names(names))
+        value = self.vocabulary.value_given(text, rel, scope, line, given_names(names),
+                                            frozenset(names))
         return _QUANTITY.get(value.kind) if isinstance(value, DevQ) else None
 
     def _leaf(self, text: str, rel: str, scope: str, line: int,
-              given: Mapping[str, Value]) -> Predicate | None:
-        pred = self.vocabulary.predicate_given(text, rel, scope, line, given)
+              given: Mapping[str, Value], first: frozenset[str]) -> Predicate | None:
+        pred = self.vocabulary.predicate_given(text, rel, scope, line, given, first)
         if mentions_device(pred):
             return pred
         # a test of the ``backend`` option alone (``backend == "cudnn"``)
@@ -143,15 +148,15 @@ class CapabilityReader:
         return None
 
     def _node(self, node: ast.AST, src: str, rel: str, scope: str, line: int,
-              given: Mapping[str, Value]) -> Predicate | None:
+              given: Mapping[str, Value], first: frozenset[str]) -> Predicate | None:
         if isinstance(node, ast.BoolOp):
-            parts = [self._node(v, src, rel, scope, line, given) for v in node.values]
+            parts = [self._node(v, src, rel, scope, line, given, first) for v in node.values]
             if all(p is None for p in parts):
                 return None
             filled = [p if p is not None else Unknown(segment(src, v) or "?")
                       for p, v in zip(parts, node.values)]
             return conj(*filled) if isinstance(node.op, ast.And) else disj(*filled)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = self._node(node.operand, src, rel, scope, line, given)
+            inner = self._node(node.operand, src, rel, scope, line, given, first)
             return neg(inner) if inner is not None else None
-        return self._leaf(segment(src, node), rel, scope, line, given)
+        return self._leaf(segment(src, node), rel, scope, line, given, first)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from guardscan.arch import ArchError, parse_arch
 from guardscan.evidence import FactKind, arg
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanResult, Verdict
+from guardscan.verdict.auto import auto_targets
 
 __all__ = [
     "ArchGroup",
@@ -206,6 +207,8 @@ def _signature(group: ArchGroup) -> tuple[object, ...]:
 
 
 def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
+    verdicts = list(verdicts)
+    by_choice = {v.choice: v for v in verdicts}
     supported: list[str] = []
     unknown: list[str] = []
     avoid: list[Avoid] = []
@@ -225,11 +228,8 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
         if marked(verdict):
             markers.append(Marker(verdict.choice, verdict.conditions,
                                   tuple(caveats(verdict))))
-        if verdict.verdict.safe_to_try:
-            for ev in verdict.evidence:
-                if ev.role == Role.DEFAULT.value:
-                    auto.append((verdict.choice, ev))
-                    break
+    auto = [(choice, ev) for choice, ev in auto_targets(verdicts)
+            if by_choice[choice].verdict.safe_to_try]
     return ArchGroup((arch,), tuple(supported), tuple(unknown), tuple(avoid), tuple(markers),
                      tuple(auto), tuple(other))
 

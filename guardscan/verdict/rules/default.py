@@ -11,7 +11,10 @@ Known limits
     a far-future GPU (an ``else`` after tests of older archs) is a fallback
     for every arch the code does not test, shown as a caveat and never a
     claim, as a check that only rejects some archs decides nothing. Errs
-    toward ``unknown``.
+    toward ``unknown``. Each default line says whether its condition surely
+    holds on the arch (``holds``: ``always``, or ``maybe`` where it also
+    tests what the launch may not say, such as a quantization not given),
+    which ``verdict.auto`` reads to say what ``auto`` becomes.
 Example
     ``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``:
     positive on sm100; ``else: ... = "triton"`` is a fallback, no claim.
@@ -22,7 +25,7 @@ from __future__ import annotations
 from guardscan.arch import FAR_FUTURE
 from guardscan.evidence import FactKind, args_of
 from guardscan.link import Finding, FindingKind
-from guardscan.predicate import Context, mentions_capability
+from guardscan.predicate import Context, mentions_capability, neg
 from guardscan.results import Role
 from guardscan.verdict.chain import FALLBACK, finding_evidence
 from guardscan.verdict.model import NOTHING, Case, Outcome
@@ -32,6 +35,9 @@ from guardscan.verdict.values import possible
 __all__ = ["EXAMPLES", "KINDS", "judge"]
 
 KINDS = (FindingKind.DEFAULT,)
+
+#: the value an option holds while SGLang resolves it
+AUTO = "auto"
 
 
 def judge(finding: Finding, case: Case) -> Outcome:
@@ -44,7 +50,13 @@ def judge(finding: Finding, case: Case) -> Outcome:
             and any(not possible(cond, Context(arch=other, quantization=quantization))
                     for other in case.all_archs)):
         return NOTHING
-    where = args_of(flag=case.option.flag, choice=case.choice, condition=cond.describe())
+    # whether it surely holds here, the option at ``auto`` (what resolves it
+    # is asked), or only may (a quantization not given, a model flag)
+    holds = "always" if not possible(neg(cond), Context(
+        arch=case.arch, quantization=quantization,
+        options={case.option.dest: AUTO})) else "maybe"
+    where = args_of(flag=case.option.flag, choice=case.choice, condition=cond.describe(),
+                    holds=holds)
     if possible(cond, Context(arch=FAR_FUTURE, quantization=quantization)):
         return Outcome(caveats=tuple(finding_evidence(
             case.index, finding, Role.DEFAULT, FactKind.DEFAULT,
