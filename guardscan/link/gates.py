@@ -179,7 +179,12 @@ class Gates:
         sources = sorted({a.option for a in option_atoms(cond)
                           if a.option != dest and a.option in ctx.dests})
         by_dest = {o.dest: o for o in ctx.options}
-        if len(sources) != 1 or value not in by_dest[dest].choices:
+        if value not in by_dest[dest].choices:
+            return
+        if not sources:
+            self._rename(facts, line, dest, value, cond, by_dest[dest].choices, out)
+            return
+        if len(sources) != 1:
             return
         source = sources[0]
         for choice in by_dest[source].choices:
@@ -192,6 +197,22 @@ class Gates:
                                                            cond),
                 hops, choice=choice, option=source, text=f"{dest} = {value}",
                 target=(dest, value)))
+
+    def _rename(self, facts: FactsView, line: int, dest: str, value: str, cond: Predicate,
+                choices: tuple[str, ...], out: Found) -> None:
+        """``dest`` set to ``value`` where it holds another of its choices,
+        whatever else holds (``if a2a == "ascend_tp": declare_resolution(...,
+        moe_a2a_backend="none")``): that choice is rewritten into ``value``
+        (``verdict.rename`` judges it as ``value``)."""
+        if not any(a.option == dest for a in option_atoms(cond)):
+            return
+        for choice in choices:
+            if choice == value or cond.evaluate(Context(options={dest: choice})) is not Tri.TRUE:
+                continue
+            hops = (Hop(facts.rel, line, HopRole.LINK, f"{dest} {choice} is rewritten to {value}"),)
+            out.findings.append(Finding(
+                FindingKind.RENAME, facts.rel, line, OptionIs(dest, frozenset({choice})), hops,
+                choice=choice, option=dest, text=f"{dest} = {value}", target=(dest, value)))
 
     def follow_region_calls(self, rel: str) -> Found:
         """Calls whose path holds an option test: follow them into their callees.

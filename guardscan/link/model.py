@@ -31,6 +31,7 @@ class FindingKind(str, enum.Enum):
     IMPORT = "import"
     DOC = "doc"
     ALIAS = "alias"
+    RENAME = "rename"
 
     # equal to its value as a str, so hashed and printed as one: a plain
     # "gate" (a test's, or an older cache's) finds the same dict entries

@@ -29,7 +29,8 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
     scan's findings) reads whatever that option's choice reads."""
     dirty = _dirty_direct(changed, options, quantization)
     aliases = [f for f in (*(links.findings if links is not None else ()), *changed.findings)
-               if f.kind == FindingKind.ALIAS and f.option and f.choice and len(f.target) == 2]
+               if f.kind in (FindingKind.ALIAS, FindingKind.RENAME) and f.option and f.choice
+               and len(f.target) == 2]
     for alias in aliases:
         dest, value = alias.target
         if value in dirty.get(dest, ()):

@@ -22,6 +22,7 @@ from guardscan.predicate import (
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 from guardscan.verdict.chain import dedupe_keep_last, mark_statuses
 from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge
+from guardscan.verdict.rename import renamed, renames
 from guardscan.verdict.rules import gate as gate_rule
 from guardscan.verdict.rules import rule_for
 from guardscan.verdict.rules.kernels import carried_scope, for_choice, judge_kernels, kernel_helpers
@@ -42,7 +43,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
     aliased = _aliased(links, option, findings)
-    findings = [f for f in findings if f.kind != FindingKind.ALIAS]
+    rewrites = renames(findings, option.choices)
+    findings = [f for f in findings if f.kind not in (FindingKind.ALIAS, FindingKind.RENAME)]
     extra = [f for fs in aliased.values() for f in fs]
     global_quant = [f for f in links.findings
                     if f.kind == FindingKind.QUANT_GATE and f.option is None]
@@ -77,7 +79,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
         if memo is not None:
             memo.keep(option.dest, choice, judged)
         out.extend(judged.verdicts)
-    return out
+    return renamed(index, out, rewrites)
 
 
 def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
