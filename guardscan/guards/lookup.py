@@ -182,7 +182,9 @@ class NameLookup:
         elsewhere). Read from where the use stands: an assignment on a branch
         the use is inside holds there, one on a branch the use is outside of
         never reaches it, and one on the same branch as a later one is
-        shadowed by it. More than ``MAX_BRANCH_ASSIGNS`` branches stay unknown."""
+        shadowed by it; a branch every NVIDIA device takes (a platform probe)
+        holds as if on no branch. More than ``MAX_BRANCH_ASSIGNS`` branches
+        stay unknown."""
         at = _use_path(facts, scope, line)
         inside = set(at) if at is not None else set()
         alternatives: list[tuple[Predicate, Value]] = []
@@ -193,13 +195,16 @@ class NameLookup:
             if own in taken or (at is not None and _exclusive(assign.path, at)):
                 continue
             value = self.assign_value(rel, assign, name)
-            if not own:
+            cond = self.path_pred(facts, rel, scope, own) if own else TRUE
+            # a branch every NVIDIA device takes (``if torch.cuda.is_available():``)
+            # holds as if on no branch
+            if not own or on_nvidia(cond) is Tri.TRUE:
                 rest = value
                 break
             if len(alternatives) >= MAX_BRANCH_ASSIGNS:
                 return UnkV(f"{name} assigned on many branches")
             taken.add(own)
-            alternatives.append((self.path_pred(facts, rel, scope, own), value))
+            alternatives.append((cond, value))
         if rest is None:
             params = any(name in func.params for func in functions.get(scope, ()))
             rest = UnkV(f"parameter {name}" if params else f"{name} before it is assigned")
