@@ -153,20 +153,6 @@ class Interpreter:
             return TRUE  # a defined name is truthy
         return Unknown(text)
 
-    def unpack(self, value: Value, index: int) -> Value:
-        item = first_value(lambda form: form.unpack(value, index))
-        if item is not None:
-            return item
-        if isinstance(value, ConstV) and isinstance(value.value, tuple):
-            try:
-                return ConstV(value.value[index])
-            except IndexError:
-                return UnkV("unpack")
-        if isinstance(value, TupleV):
-            return value.items[index] if -len(value.items) <= index < len(value.items) \
-                else UnkV("unpack")
-        return UnkV("unpacked value")
-
     # -- expression evaluation ---------------------------------------------------------
     def value_of(self, node: ast.AST, rel: str, scope: str, line: int,
                  env: dict[str, Value]) -> Value:

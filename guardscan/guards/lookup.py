@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from guardscan.guards.forms import BUILTIN_NAMES
+from guardscan.guards.forms import BUILTIN_NAMES, first_value
 from guardscan.guards.stack import MODULE_END, EvaluationStack
 from guardscan.guards.values import (
     AltV,
@@ -31,6 +31,7 @@ from guardscan.guards.values import (
     ModuleV,
     OptV,
     PredV,
+    TupleV,
     UnkV,
     Value,
 )
@@ -317,7 +318,7 @@ class NameLookup:
         for target in assign.targets:
             names = target_names(target)
             if name in names and len(names) > 1:
-                return interpreter.unpack(value, names.index(name))
+                return unpack(value, names.index(name))
         return value
 
     def path_pred(self, facts: FactsView, rel: str, scope: str, path: tuple[int, ...],
@@ -404,3 +405,24 @@ def on_nvidia(pred: Predicate) -> Tri:
             return TRUE if atom.name in ("cuda", "cuda_alike") else FALSE
         return None
     return substitute(pred, platform_only).evaluate(Context())
+
+
+def unpack(value: Value, index: int) -> Value:
+    """Item ``index`` of a value unpacked by an assignment (``a, b = v``); of
+    a value that depends on conditions, the item of each alternative."""
+    if isinstance(value, AltV):
+        items = tuple((cond, unpack(v, index)) for cond, v in value.alternatives)
+        first = items[0][1]
+        return first if all(v == first for _, v in items) else AltV(items)
+    item = first_value(lambda form: form.unpack(value, index))
+    if item is not None:
+        return item
+    if isinstance(value, ConstV) and isinstance(value.value, tuple):
+        try:
+            return ConstV(value.value[index])
+        except IndexError:
+            return UnkV("unpack")
+    if isinstance(value, TupleV):
+        return value.items[index] if -len(value.items) <= index < len(value.items) \
+            else UnkV("unpack")
+    return UnkV("unpacked value")
