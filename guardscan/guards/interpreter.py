@@ -115,7 +115,7 @@ class Interpreter:
         finally:
             self._given = outer
 
-    def _given_name(self, rel: str, scope: str, name: str, first: bool = False,
+    def given_name(self, rel: str, scope: str, name: str, first: bool = False,
                     ) -> Value | None:
         """The value given for ``name`` in ``scope`` of ``rel`` (``first``:
         only a name given to hold it whatever the definitions say)."""
@@ -195,12 +195,12 @@ class Interpreter:
         if node.id in ("True", "False", "None"):
             return ConstV({"True": True, "False": False, "None": None}[node.id])
         if self._given is not None:
-            held = self._given_name(rel, scope, node.id, first=True)
+            held = self.given_name(rel, scope, node.id, first=True)
             if held is not None:
                 return held
         value = self.names.lookup(rel, scope, node.id, line)
         if isinstance(value, UnkV):
-            given = self._given_name(rel, scope, node.id)
+            given = self.given_name(rel, scope, node.id)
             if given is not None:
                 return given
             if node.id in self.options.dests:
@@ -217,10 +217,10 @@ class Interpreter:
         if attr in self.options.dests:
             return OptV(attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
-            held = self._given_name(rel, scope, f"self.{attr}", first=True) or \
+            held = self.given_name(rel, scope, f"self.{attr}", first=True) or \
                 self.instance_attrs.value(rel, scope, attr)
             if held is None or isinstance(held, UnkV):
-                held = self._given_name(rel, scope, f"self.{attr}") or held
+                held = self.given_name(rel, scope, f"self.{attr}") or held
             if held is not None:
                 return held
         return self.attribute_of(self.value_of(node.value, rel, scope, line, env), attr)

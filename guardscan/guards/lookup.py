@@ -83,6 +83,10 @@ class NameLookup:
             Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
         self.reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
         self.scopes_memo: dict[tuple[str, str], tuple[list[str], tuple[Read, ...]]] = {}
+        #: a local assigned on branches is read as its alternatives (else as
+        #: its latest assignment: the kernel library's reader, whose callers'
+        #: bindings and backend dispatch expect that)
+        self.branch_values = True
 
     def clear(self) -> None:
         for memo in (self.name_memo, self.local_memo, self.reach_memo, self.scopes_memo):
@@ -164,7 +168,9 @@ class NameLookup:
         if best is not None:
             if not best.path:
                 return self.assign_value(rel, best, name)
-            return self._branch_value(facts, rel, scope, name, candidates, by_qualname, line)
+            if self.branch_values:
+                return self._branch_value(facts, rel, scope, name, candidates, by_qualname, line)
+            return self._latest_value(facts, rel, scope, name, best, candidates)
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
             return UnkV(f"parameter {name}")
@@ -172,6 +178,26 @@ class NameLookup:
         if func is not None:
             return FuncV(rel, func.qualname)
         return None
+
+    def _latest_value(self, facts: FactsView, rel: str, scope: str, name: str,
+                      best: AssignFact, candidates: list[AssignFact]) -> Value:
+        """The reading of a branch-assigned local when ``branch_values`` is
+        off: the latest assignment's value, or, for if/else branches that each
+        assign a truth value, their disjunction."""
+        group = [best]
+        for other in candidates[1:]:
+            if all(_exclusive(other.path, g.path) for g in group):
+                group.append(other)
+            else:
+                break
+        if len(group) > 1:
+            values = [self.assign_value(rel, g, name) for g in group]
+            if all(isinstance(v, (PredV, ConstV)) for v in values):
+                to_pred = self.interpreter.to_pred
+                parts = [conj(self.path_pred(facts, rel, scope, g.path), to_pred(v))
+                         for g, v in zip(group, values)]
+                return PredV(disj(*parts))
+        return self.assign_value(rel, best, name)
 
     def _branch_value(self, facts: FactsView, rel: str, scope: str, name: str,
                       candidates: list[AssignFact], functions: Mapping[str, Any],
@@ -208,7 +234,11 @@ class NameLookup:
             alternatives.append((cond, value))
         if rest is None:
             params = any(name in func.params for func in functions.get(scope, ()))
-            rest = UnkV(f"parameter {name}" if params else f"{name} before it is assigned")
+            # a parameter holds what the caller gave, where one was given
+            # (``Interpreter.top_value_given``: the kernel library's ``backend``)
+            given = self.interpreter.given_name(rel, scope, name) if params else None
+            rest = given if given is not None else UnkV(
+                f"parameter {name}" if params else f"{name} before it is assigned")
         # where an earlier branch holds, a later one not taken: nest from the last
         value = rest
         for cond, branch in reversed(alternatives):

@@ -43,12 +43,14 @@ __all__ = ["Vocabulary"]
 class Vocabulary:
     """Resolve guard expressions of one tree to Predicates."""
 
-    def __init__(self, index: Index, options: OptionModel | None = None) -> None:
+    def __init__(self, index: Index, options: OptionModel | None = None,
+                 branch_values: bool = True) -> None:
         self.index = index
         self.options = options or OptionModel()
         self.diagnostics: list[Diagnostic] = []
         self._stack = EvaluationStack(index.recorder)
         self._interpreter = Interpreter(index, self.options, self._stack)
+        self._interpreter.names.branch_values = branch_values
         self._reported: set[tuple[str, int, str]] = set()
         #: this scan's answers to outside questions; answers of an earlier scan
         #: still valid (``resume``)

@@ -25,8 +25,11 @@ Known limits
     ``and`` / ``or`` / ``not`` are taken apart here: a part that tests
     neither the device nor the ``backend`` option is left ``Unknown`` (its
     text), whatever the interpreter could make of it, so a library flag never
-    decides a kernel fact. Ordering comparisons on capability *strings* are
-    not read (``"90" < "100"`` is a string comparison).
+    decides a kernel fact. A local assigned on branches is read as its
+    latest assignment (``NameLookup.branch_values`` off: the callers'
+    bindings and the ``backend`` dispatch read the branches), unlike in
+    SGLang's tree. Ordering comparisons on capability *strings* are not read
+    (``"90" < "100"`` is a string comparison).
 Example
     ``major, minor = get_compute_capability(x.device)`` then ``if major < 10:``
     reads as ``Device("major", "<", 10)``; ``def get_module(backend): if
@@ -97,7 +100,9 @@ class CapabilityReader:
     @property
     def vocabulary(self) -> Vocabulary:
         if self._vocabulary is None:
-            self._vocabulary = Vocabulary(self.index)
+            # a local assigned on branches is its latest assignment here:
+            # ``bindings`` and the ``backend`` dispatch read the rest
+            self._vocabulary = Vocabulary(self.index, branch_values=False)
         return self._vocabulary
 
     def read(self, text: str, rel: str, scope: str, line: int,
