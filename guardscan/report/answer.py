@@ -14,7 +14,10 @@ conditions the scan produced, and words the deciding line of each.
   cannot decide (a ``could raise`` caveat);
 - **auto**: the choices ``auto`` resolves to on the architecture, from the
   ``default`` evidence on their chains;
-- **other platforms**: choices documented for a non-CUDA platform only.
+- **other platforms**: choices documented for a non-CUDA platform only;
+- **field**: the field reports attached beside the verdicts (``guardscan.field``),
+  per option, one per report with the architectures it was attached on, worst
+  outcome first; they never move a choice between try and avoid.
 
 Architectures with the same answer for an option are grouped; options are
 ordered by how much the scan decided for them (the share of their CUDA choices
@@ -34,6 +37,7 @@ from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanRe
 
 __all__ = [
     "ArchGroup",
+    "FieldNote",
     "OptionAnswer",
     "answers",
     "arch_label",
@@ -42,6 +46,7 @@ __all__ = [
     "caveats",
     "deciding_evidence",
     "describe_fact",
+    "field_notes",
     "method_notes",
     "sorted_archs",
 ]
@@ -266,6 +271,50 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
         decided.append((-answer.decided, position, answer))
     decided.sort(key=lambda item: (item[0], item[1]))
     return [answer for _, _, answer in decided], nothing
+
+
+@dataclass(frozen=True, slots=True)
+class FieldNote:
+    """One field report beside an option's verdicts: the choice it is about, the
+    scanned archs it was attached on, and its evidence line."""
+
+    choice: str
+    archs: tuple[str, ...]
+    evidence: Evidence
+
+    @property
+    def outcome(self) -> str:
+        return arg(self.evidence.args, "outcome")
+
+    @property
+    def rank(self) -> int:
+        """0 for a crash ... 4 for a run that worked (the order they are shown in)."""
+        order = ("crash", "wrong-output", "hang", "slow", "works")
+        return order.index(self.outcome) if self.outcome in order else len(order)
+
+
+def field_notes(result: ScanResult) -> dict[str, list[FieldNote]]:
+    """option -> its field reports, one note per report, worst outcome first,
+    then in the order of the option's choices."""
+    archs = sorted_archs(result)
+    found: dict[str, dict[str, tuple[str, list[str], Evidence, int]]] = {}
+    for position, verdict in enumerate(result.backends):
+        for ev in verdict.evidence:
+            if ev.kind != FactKind.FIELD:
+                continue
+            key = arg(ev.args, "id") or ev.note
+            per_option = found.setdefault(verdict.option, {})
+            if key not in per_option:
+                per_option[key] = (verdict.choice, [], ev, position)
+            if verdict.arch not in per_option[key][1]:
+                per_option[key][1].append(verdict.arch)
+    out: dict[str, list[FieldNote]] = {}
+    for option, notes in found.items():
+        made = [(FieldNote(choice, tuple(sorted(on, key=archs.index)), ev), position)
+                for choice, on, ev, position in notes.values()]
+        made.sort(key=lambda item: (item[0].rank, item[1]))
+        out[option] = [note for note, _ in made]
+    return out
 
 
 def method_notes(result: ScanResult) -> tuple[list[tuple[str, str]], list[str]]:

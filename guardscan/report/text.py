@@ -3,8 +3,10 @@
 The default report is a summary a person can act on (``guardscan.report.answer``
 decides its content): per option, the choices safe to try, best evidence first,
 the choices to avoid with their deciding line, the default and what ``auto``
-resolves to, and the condition behind every ``*``. Options with nothing
-decided fold into one line. ``verbose`` (``--verbose``) gives the full table,
+resolves to, the condition behind every ``*``, and the field reports beside
+the verdicts (``field  CHOICE: crash reported on sm120 (...): symptom, URL``,
+at most ``FIELD_SHOWN`` per option, the rest folded into one line). Options with
+nothing decided fold into one line, unless a field report concerns them. ``verbose`` (``--verbose``) gives the full table,
 every choice on every architecture. Lines fit 100 columns; colour only when
 ``color`` is set (the command line sets it for a terminal without ``NO_COLOR``).
 """
@@ -19,9 +21,11 @@ from typing import IO, Any
 from guardscan.report import register
 from guardscan.report.answer import (
     ArchGroup,
+    FieldNote,
     OptionAnswer,
     answers,
     arch_names,
+    field_notes,
     marked,
     method_notes,
     short_reason,
@@ -29,9 +33,12 @@ from guardscan.report.answer import (
 )
 from guardscan.results import BackendVerdict, ScanResult, Verdict
 
-__all__ = ["WIDTH", "render_text", "wrap"]
+__all__ = ["FIELD_SHOWN", "WIDTH", "field_line", "render_text", "wrap"]
 
 WIDTH = 100
+
+#: field reports shown per option in the summary; the rest fold into one line
+FIELD_SHOWN = 3
 
 _COLOURS = {"supported": "32", "unknown": "0", "blocked": "31", "unsupported": "33",
             "option": "1", "dim": "2"}
@@ -115,12 +122,24 @@ def _footer(result: ScanResult, verbose: bool) -> list[str]:
 def _summary(result: ScanResult, style: _Style) -> list[str]:
     decided, nothing = answers(result)
     archs = sorted_archs(result)
+    field = field_notes(result)
     out: list[str] = []
     if not decided and not nothing:
         return ["", "No backend options judged."]
     for answer in decided:
         out.append("")
         out.extend(_option(answer, style, several=len(archs) > 1))
+        out.extend(_field_block(field.get(answer.option, []), "  "))
+    infos = {o.flag: o for o in result.options}
+    for option in [o for o in nothing if o in field]:
+        # nothing decided, but someone saw it fail (or work): worth its own block
+        info = infos.get(option)
+        out.append("")
+        out.extend(wrap(style(option, "option") + "  " + _default_words(
+            info.default if info is not None else None) + "; every choice unknown (safe "
+            "to try, no promise)", "", "    "))
+        out.extend(_field_block(field[option], "  "))
+    nothing = [o for o in nothing if o not in field]
     if nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
@@ -201,6 +220,40 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
     return out
 
 
+def field_line(note: FieldNote, *, choice: bool = True) -> str:
+    """One field report as the text report and ``check`` say it, unwrapped:
+    ``CHOICE: crash reported on sm120 (sglang >=0.5.5, with modelopt_fp4): symptom, URL``
+    (``choice=False``: without ``CHOICE: ``, for a line under the choice's own)."""
+    args = dict(note.evidence.args)
+    versions = [f"sglang {args.get('sglang', 'any')}"]
+    if args.get("kernel"):
+        versions.append(args["kernel"])
+    if args.get("quantization"):
+        versions.append(f"with {args['quantization']}")
+    if args.get("model_family"):
+        versions.append(f"{args['model_family']} models")
+    source = args.get("source", "")
+    team = f" (from {source})" if source and source != "bundled" else ""
+    return (f"{note.choice + ': ' if choice else ''}{note.outcome} reported on "
+            f"{', '.join(note.archs)} "
+            f"({', '.join(versions)}): {args.get('symptom', '')}, {args.get('url', '')}{team}")
+
+
+def _field_block(notes: list[FieldNote], indent: str, shown: int | None = FIELD_SHOWN
+                 ) -> list[str]:
+    """The field lines of one option, the ones past ``shown`` folded into one."""
+    label = f"{indent}field  "
+    rest = " " * (len(label) + 2)
+    listed = notes if shown is None else notes[:shown]
+    out: list[str] = []
+    for note in listed:
+        out.extend(wrap(field_line(note), label, rest))
+    more = len(notes) - len(listed)
+    if more > 0:
+        out.append(f"{label}{more} more report{'s' if more != 1 else ''} (--verbose)")
+    return out
+
+
 def wrap(text: str, first: str, rest: str) -> list[str]:
     """``text`` wrapped to WIDTH columns, first and later lines indented."""
     return textwrap.wrap(text, width=WIDTH, initial_indent=first, subsequent_indent=rest,
@@ -252,10 +305,13 @@ def _table(result: ScanResult, style: _Style) -> list[str]:
         rows[key][backend.arch] = backend
     archs = sorted_archs(result)
     width = max([len(Verdict.UNSUPPORTED.value) + 2, *(len(a) + 1 for a in archs)])
+    field = field_notes(result)
     out: list[str] = []
     current_option = None
     for option, choice in order:
         if option != current_option:
+            if current_option is not None:
+                out.extend(_field_block(field.get(current_option, []), "  ", None))
             current_option = option
             choices = [c for o, c in order if o == option]
             first = max(24, *(len(c) + 3 for c in choices))
@@ -274,4 +330,6 @@ def _table(result: ScanResult, style: _Style) -> list[str]:
             if verdict.platform:
                 marks = f"  ({verdict.platform} only, per its docs)"
         out.append((f"  {choice}".ljust(first) + "".join(cells)).rstrip() + marks)
+    if current_option is not None:
+        out.extend(_field_block(field.get(current_option, []), "  ", None))
     return out
