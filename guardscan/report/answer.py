@@ -286,6 +286,19 @@ class FieldNote:
     def outcome(self) -> str:
         return arg(self.evidence.args, "outcome")
 
+    def holds_for(self) -> list[str]:
+        """What the report holds for, in words: ``sglang >=0.5.5``, the kernel
+        range, ``with modelopt_fp4``, ``deepseek models`` (those it names)."""
+        args = self.evidence.args
+        out = [f"sglang {arg(args, 'sglang', 'any')}"]
+        if arg(args, "kernel"):
+            out.append(arg(args, "kernel"))
+        if arg(args, "quantization"):
+            out.append(f"with {arg(args, 'quantization')}")
+        if arg(args, "model_family"):
+            out.append(f"{arg(args, 'model_family')} models")
+        return out
+
     @property
     def rank(self) -> int:
         """0 for a crash ... 4 for a run that worked (the order they are shown in)."""

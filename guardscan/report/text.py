@@ -225,13 +225,7 @@ def field_line(note: FieldNote, *, choice: bool = True) -> str:
     ``CHOICE: crash reported on sm120 (sglang >=0.5.5, with modelopt_fp4): symptom, URL``
     (``choice=False``: without ``CHOICE: ``, for a line under the choice's own)."""
     args = dict(note.evidence.args)
-    versions = [f"sglang {args.get('sglang', 'any')}"]
-    if args.get("kernel"):
-        versions.append(args["kernel"])
-    if args.get("quantization"):
-        versions.append(f"with {args['quantization']}")
-    if args.get("model_family"):
-        versions.append(f"{args['model_family']} models")
+    versions = note.holds_for()
     source = args.get("source", "")
     team = f" (from {source})" if source and source != "bundled" else ""
     return (f"{note.choice + ': ' if choice else ''}{note.outcome} reported on "
