@@ -37,7 +37,7 @@ from pathlib import Path
 
 from guardscan.acquire.pairing import KERNEL_PACKAGE
 from guardscan.evidence import FactKind, Status, arg, args_of
-from guardscan.field.load import BUNDLED
+from guardscan.field.load import BUNDLED, TREE_FILE
 from guardscan.field.match import matching
 from guardscan.field.model import FieldReport, Outcome
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
@@ -95,7 +95,9 @@ def field_evidence(report: FieldReport) -> Evidence:
         quantization=report.quantization, model_family=report.model_family,
         symptom=report.symptom, url=report.url, fixed_in=report.fixed_in,
         source=report.source)
-    path = BUNDLED_PATH if report.source == BUNDLED else report.source
+    # a checkout's own file is named as from its root (no local path in a report)
+    path = (BUNDLED_PATH if report.source == BUNDLED else
+            TREE_FILE if Path(report.source).name == TREE_FILE else report.source)
     return Evidence.of(path, report_line(report), Role.FIELD.value, report.symptom,
                        FactKind.FIELD, args, Status.CONTEXT)
 

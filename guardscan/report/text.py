@@ -227,7 +227,7 @@ def field_line(note: FieldNote, *, choice: bool = True) -> str:
     args = dict(note.evidence.args)
     versions = note.holds_for()
     source = args.get("source", "")
-    team = f" (from {source})" if source and source != "bundled" else ""
+    team = f" (from {note.evidence.path})" if source and source != "bundled" else ""
     return (f"{note.choice + ': ' if choice else ''}{note.outcome} reported on "
             f"{', '.join(note.archs)} "
             f"({', '.join(versions)}): {args.get('symptom', '')}, {args.get('url', '')}{team}")
