@@ -252,8 +252,8 @@ def test_check_fails_on_a_team_nan_report_and_warn_only_passes(
         "output after the first decode step, https://tracker.example/INFRA-42 (from "
         ".guardscan-reports.toml)")
     assert lines[-2:] == ["not ok: 1 problem on sm120",
-                          "field: a crash or wrong-output report holds for this arch and release "
-                          "(--field-warn-only: warn only)"]
+                          ("field: a crash or wrong-output report holds for this arch and release "
+                           "(--field-warn-only: warn only)")]
 
     code = main(["check", "--arch", "sm120", "--no-kernels", "--no-cache", "--field-warn-only",
                  tree, "--", *LAUNCH])
