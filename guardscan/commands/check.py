@@ -138,7 +138,6 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
     """The text answer: a head line, one line per option the command sets (and
     per default worth a look), the ignored flags, and the outcome."""
     from guardscan.report.answer import arch_label
-    from guardscan.report.text import wrap
 
     result = answer.result
     archs = list(result.archs)
@@ -181,15 +180,15 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
     subject = max((len(row[2]) for row in rows if not row[1]), default=0)
     status = max((len(row[3]) for row in rows if not row[1]), default=0)
     for _, sub, left, word, rest in rows:
-        if sub:
-            lines.extend(wrap(f"field: {rest}", "    ", "      "))
+        if sub:  # one line, like every line of check: for grep
+            lines.append(f"    field: {rest}")
         else:
             lines.append(f"  {left.ljust(subject)}  {word.ljust(status)}  {rest}".rstrip())
     for warning in answer.warnings:
         if warning.code in _BESIDE:
             if (warning.option, warning.arch) not in given:
-                lines.extend(wrap(f"{warning.option} {warning.choice} (default, not given) "
-                                  f"field: {warning.reason}", "  ", "      "))
+                lines.append(f"  {warning.option} {warning.choice} (default, not given)  "
+                             f"field: {warning.reason}")
             continue
         check = next(c for c in answer.checks if c.option == warning.option
                      and c.arch == warning.arch)
