@@ -343,3 +343,16 @@ def test_bundled_trtllm_report_flags_0_5_9_on_sm120(sglang_059: object,
         ("not-safe", answer.problems[0].where),
         ("field-report", "https://github.com/flashinfer-ai/flashinfer/issues/2045")]
     assert answer.verdict(MOE, "flashinfer_trtllm", "sm120").verdict.value == "unsupported"
+
+
+def test_a_tree_naming_no_release_shows_only_reports_it_can_hold() -> None:
+    """No version (a stand-in tree, a source build): guardscan's own reports for a
+    release range are left out; a team's file and reports for every release stay."""
+    result = run_scan(FIXTURES / "preflight_launch", ["sm120"])
+    assert result.target.version is None
+    assert field_ids(attach_reports(result, bundled_reports())) == {}
+    # not guardscan's own: kept, every range holding an unknown version (fx-hang is on B200)
+    assert field_ids(attach_reports(result, FIXTURE_REPORTS)) == {
+        (MOE, "flashinfer_cutlass", "sm120"): ["fx-works"],
+        (MOE, "flashinfer_trtllm", "sm120"): ["fx-crash"],
+    }

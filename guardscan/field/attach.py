@@ -7,6 +7,11 @@ are appended to its evidence as lines of kind ``field`` with status
 ``context``. The verdict, its deciding line and its caveats stay what they
 were: a report is never ``decides`` and never ``caveat``.
 
+When the scanned tree names no release (a source build's ``0.0.0.dev``, a
+tree without metadata), guardscan's own reports for a release range are left
+out (``guardscan reports --arch A`` lists them); those for every release and a
+team's own are kept.
+
 This runs after the scan and outside its caches (the command line and
 ``preflight`` call it on the result they got), so a report file edited
 between two runs is read afresh and no cached result ever holds a report.
@@ -38,7 +43,7 @@ from pathlib import Path
 from guardscan.acquire.pairing import KERNEL_PACKAGE
 from guardscan.evidence import FactKind, Status, arg, args_of
 from guardscan.field.load import BUNDLED, TREE_FILE
-from guardscan.field.match import matching
+from guardscan.field.match import known_release, matching
 from guardscan.field.model import FieldReport, Outcome
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 
@@ -47,6 +52,7 @@ __all__ = [
     "attach_reports",
     "field_evidence",
     "field_reports_of",
+    "for_release",
     "kernel_version",
     "report_line",
 ]
@@ -64,10 +70,10 @@ def attach_reports(result: ScanResult, reports: Iterable[FieldReport]) -> ScanRe
     """A copy of ``result`` whose verdicts each carry the reports that hold for
     them as trailing ``field`` evidence (worst outcome first); ``result`` itself
     is left as it was (a process may keep it in a memo)."""
-    reports = tuple(reports)
+    version = result.target.version
+    reports = for_release(reports, version)
     if not reports:
         return result
-    version = result.target.version
     kernel = kernel_version(result)
     backends: list[BackendVerdict] = []
     for verdict in result.backends:
@@ -78,6 +84,17 @@ def attach_reports(result: ScanResult, reports: Iterable[FieldReport]) -> ScanRe
                 verdict, evidence=(*verdict.evidence, *(field_evidence(r) for r in found)))
         backends.append(verdict)
     return dataclasses.replace(result, backends=backends)
+
+
+def for_release(reports: Iterable[FieldReport], version: str | None
+                ) -> tuple[FieldReport, ...]:
+    """The reports worth showing beside a tree of this SGLang version: all of
+    them for a release; for a tree that names none (a source build, a stand-in),
+    where no range can be checked and every release's reports would bury the
+    answer, those for every release and the team's own (written for this tree)."""
+    if known_release(version):
+        return tuple(reports)
+    return tuple(r for r in reports if not r.sglang or r.source != BUNDLED)
 
 
 def field_reports_of(verdict: BackendVerdict) -> tuple[Evidence, ...]:

@@ -34,11 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
 from guardscan.acquire.pairing import KERNEL_DIST
 from guardscan.field.load import checkout_roots, load_reports
-from guardscan.field.match import in_range
+from guardscan.field.match import in_range, known_release
 from guardscan.field.model import FieldReport, Outcome
 
 if TYPE_CHECKING:
@@ -69,18 +68,6 @@ class FieldMode(str, enum.Enum):
         except ValueError:
             raise ValueError(f"field={value!r}: expected one of "
                              f"{', '.join(m.value for m in cls)}") from None
-
-
-def known_release(version: str | None) -> bool:
-    """Whether ``version`` names a release (not None, parseable, not a source
-    build's ``0.0.0.devN`` placeholder)."""
-    if version is None:
-        return False
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return False
-    return any(parsed.release)
 
 
 def flags_launch(report: FieldReport, sglang_version: str | None,
@@ -134,7 +121,12 @@ def with_field(answer: Preflight, reports: Iterable[FieldReport],
     ``field-note``), its scan's verdicts carrying them as ``field`` evidence,
     and each flagging one also a problem (a choice the command gives, in
     FAIL mode) or a warning (WARN mode, or a default the command leaves)."""
-    from guardscan.field.attach import attach_reports, field_evidence, kernel_version
+    from guardscan.field.attach import (
+        attach_reports,
+        field_evidence,
+        for_release,
+        kernel_version,
+    )
     from guardscan.field.match import matching
     from guardscan.launch import PROBLEMS, Problem
     from guardscan.report.answer import FieldNote
@@ -142,7 +134,7 @@ def with_field(answer: Preflight, reports: Iterable[FieldReport],
     from guardscan.results import Evidence
 
     mode = FieldMode.of(mode)
-    reports = tuple(reports)
+    reports = for_release(reports, answer.result.target.version)
     if mode is FieldMode.OFF or not reports:
         return answer
     result = attach_reports(answer.result, reports)
