@@ -47,7 +47,9 @@ scanned version's own catalog; other flags (--tp 8, --model-path m) are listed
 as ignored. A choice the option does not offer, or a misspelt backend flag, is a
 problem with the closest matches. Options the command does not set keep their
 defaults; a default that resolves to a choice to avoid gets a line (a warning:
-it does not change the exit code).
+it does not change the exit code). --verbose also lists the defaults whose auto
+the source does not resolve, the options left at their defaults and the defaults
+that could not be judged.
 
 Field reports (docs/field-reports.md: guardscan's own, --reports files, a target
 checkout's .guardscan-reports.toml) about a given choice on the arch show under
@@ -88,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", default="text", choices=["text", "json"],
                         help="output format (default: text; json: the Preflight answer, "
                              "see docs/check.md)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="text: also the defaults whose auto the source does not resolve, "
+                             "the options left at their defaults, and the defaults that could "
+                             "not be judged")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return parser
 
@@ -129,14 +135,17 @@ def run(argv: list[str]) -> int:
         json.dump(answer.to_json(), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        render(answer, sys.stdout, args.target, args.arch)
+        render(answer, sys.stdout, args.target, args.arch, args.verbose)
     return ExitCode.OK if answer.ok else ExitCode.FOUND
 
 
 def render(answer: Preflight, stream: IO[str], target: str | None = None,
-           arch_asked: str | None = None) -> None:
-    """The text answer: a head line, one line per option the command sets (and
-    per default worth a look), the ignored flags, and the outcome."""
+           arch_asked: str | None = None, verbose: bool = False) -> None:
+    """The text answer: a head line, one line per option the command sets (with
+    its field reports), one per default that becomes a choice to avoid, the
+    ignored flags, and the outcome. ``verbose`` adds what is internal: defaults
+    whose ``auto`` the source does not resolve, the options left at their
+    defaults, and the defaults that could not be judged."""
     from guardscan.report.answer import arch_label
 
     result = answer.result
@@ -184,32 +193,39 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
             lines.append(f"    field: {rest}")
         else:
             lines.append(f"  {left.ljust(subject)}  {word.ljust(status)}  {rest}".rstrip())
+    shown: list[Problem] = []  # the warnings said without --verbose
     for warning in answer.warnings:
-        if warning.code in _BESIDE:
+        if warning.code in _BESIDE:  # under its choice's row when the command gives it
+            shown.append(warning)
             if (warning.option, warning.arch) not in given:
                 lines.append(f"  {warning.option} {warning.choice} (default, not given)  "
                              f"field: {warning.reason}")
             continue
         check = next(c for c in answer.checks if c.option == warning.option
                      and c.arch == warning.arch)
+        if check.judged == _AUTO and not verbose:
+            continue  # what auto becomes is not decided: not a choice to avoid, yet
+        shown.append(warning)
         where = f", at {check.where}" if check.where else ""
         arch = f" on {check.arch}" if several else ""
         lines.append(f"  {check.option} {check.shown} (default, not given)  "
                      f"{check.verdict.value}{arch}  {check.reason}{where}")
-    others = {c.option for c in answer.checks if not c.given} - \
-        {w.option for w in answer.warnings}
-    if others:
+    others = {c.option for c in answer.checks if not c.given} - {w.option for w in shown}
+    if others and verbose:
         some = (f"the other {len(others)} backend options keep their defaults"
                 if len(others) != 1 else f"{next(iter(others))} keeps its default")
         lines.append(f"  not given: {some}; none resolves to a choice to avoid")
     if answer.ignored:
         lines.append(f"  ignored (not backend options): {' '.join(answer.ignored)}")
-    for note in answer.notes:
+    # judge_launch writes a note per --config flag first, then the defaults it
+    # could not judge (internal: --verbose)
+    configs = sum(f.flag == "--config" for f in launch.flags) if launch is not None else 0
+    for note in answer.notes if verbose else answer.notes[:configs]:
         lines.append(f"  note: {note}")
     where = " ".join(archs)
     if answer.ok:
-        defaults = sum(w.code not in _BESIDE for w in answer.warnings)
-        reports = len(answer.warnings) - defaults
+        defaults = sum(w.code not in _BESIDE for w in shown)
+        reports = len(shown) - defaults
         look = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
                 ((defaults, "default"), (reports, "field report")) if n]
         lines.append(f"ok: every backend choice given is safe to try on {where}" + (
@@ -228,6 +244,8 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
                          f"--arch {first.arch}{spec}")
     stream.write("\n".join(lines) + "\n")
 
+
+_AUTO = "auto"
 
 #: problem codes shown beside a check, not as rows of their own
 _BESIDE = frozenset({"field-report", "field-note"})
