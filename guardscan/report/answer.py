@@ -11,7 +11,8 @@ conditions the scan produced, and words the deciding line of each.
   line (``deciding_evidence``) and that line's note;
 - **marked**: choices whose verdict would change under a condition
   (``conditions``) or that a gate could still reject under something the scan
-  cannot decide (a ``could raise`` caveat);
+  cannot decide (a ``could raise`` caveat); a caveat every choice of the
+  option shares (``shared``) is said once for the option, not per choice;
 - **auto**: the choices ``auto`` resolves to on the architecture, from the
   ``default`` evidence on their chains;
 - **other platforms**: choices documented for a non-CUDA platform only;
@@ -181,6 +182,8 @@ class ArchGroup:
     markers: tuple[Marker, ...]
     auto: tuple[tuple[str, Evidence], ...]  # (choice auto resolves to, where)
     other_platforms: tuple[tuple[str, str], ...]  # (choice, platform)
+    #: caveats every choice shares (said once for the option, not per choice)
+    shared: tuple[Evidence, ...] = ()
 
     @property
     def marked_choices(self) -> frozenset[str]:
@@ -207,7 +210,8 @@ def _signature(group: ArchGroup) -> tuple[object, ...]:
                    if a.deciding else None) for a in group.avoid),
             tuple((m.choice, m.conditions, tuple((c.path, c.line) for c in m.caveats))
                   for m in group.markers),
-            tuple(choice for choice, _ in group.auto), group.other_platforms)
+            tuple(choice for choice, _ in group.auto), group.other_platforms,
+            tuple((c.path, c.line) for c in group.shared))
 
 
 def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
@@ -235,8 +239,28 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
                 if ev.role == Role.DEFAULT.value:
                     auto.append((verdict.choice, ev))
                     break
+    shared = _shared_caveats(markers, len(supported) + len(unknown) + len(avoid))
+    if shared:
+        places = {(c.path, c.line) for c in shared}
+        markers = [dataclasses.replace(m, caveats=tuple(c for c in m.caveats
+                                                        if (c.path, c.line) not in places))
+                   for m in markers]
+        markers = [m for m in markers if m.conditions or m.caveats]
     return ArchGroup((arch,), tuple(supported), tuple(unknown), tuple(avoid), tuple(markers),
-                     tuple(auto), tuple(other))
+                     tuple(auto), tuple(other), shared)
+
+
+def _shared_caveats(markers: list[Marker], choices: int) -> tuple[Evidence, ...]:
+    """The caveats (by place) that every one of an option's ``choices`` CUDA
+    choices carries, when there are two or more: one line for the option says
+    them, instead of one per choice."""
+    if choices < 2 or len(markers) < choices:
+        return ()
+    first: dict[tuple[str, int], Evidence] = {(c.path, c.line): c for c in markers[0].caveats}
+    common = set(first)
+    for marker in markers[1:]:
+        common &= {(c.path, c.line) for c in marker.caveats}
+    return tuple(first[place] for place in sorted(common))
 
 
 def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
