@@ -264,7 +264,15 @@ def test_a_caveat_every_choice_shares_is_said_once() -> None:
         "  *      cutlass: may still raise: sglang/srt/layers/moe/cutlass_moe.py:149",
     ]
     assert lines[start + 4] == ""
-    # one choice without it: nothing is shared, each says its own
+    # one choice of three without it: still said once, naming the exception
     result.backends[0] = BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, ())
     lines = text(result).splitlines()
-    assert sum("model_x.py:139" in line for line in lines) == 2
+    assert [line for line in lines if "model_x.py:139" in line] == [
+        "  *      every choice but triton: may still raise: "
+        "sglang/srt/layers/quantization/model_x.py:139"]
+    # two of three without it: each carrier says its own
+    result.backends[2] = BackendVerdict(flag, "marlin", "sm120", None, Verdict.UNKNOWN, ())
+    lines = text(result).splitlines()
+    assert [line for line in lines if line.startswith("  *")] == [
+        "  *      cutlass: may still raise: sglang/srt/layers/quantization/model_x.py:139,",
+    ]

@@ -182,8 +182,9 @@ class ArchGroup:
     markers: tuple[Marker, ...]
     auto: tuple[tuple[str, Evidence], ...]  # (choice auto resolves to, where)
     other_platforms: tuple[tuple[str, str], ...]  # (choice, platform)
-    #: caveats every choice shares (said once for the option, not per choice)
-    shared: tuple[Evidence, ...] = ()
+    #: caveats most choices share, said once for the option instead of once per
+    #: choice: (the caveats, the choices that do not carry them)
+    shared: tuple[tuple[tuple[Evidence, ...], tuple[str, ...]], ...] = ()
 
     @property
     def marked_choices(self) -> frozenset[str]:
@@ -211,7 +212,8 @@ def _signature(group: ArchGroup) -> tuple[object, ...]:
             tuple((m.choice, m.conditions, tuple((c.path, c.line) for c in m.caveats))
                   for m in group.markers),
             tuple(choice for choice, _ in group.auto), group.other_platforms,
-            tuple((c.path, c.line) for c in group.shared))
+            tuple((tuple((c.path, c.line) for c in caveats), but)
+                  for caveats, but in group.shared))
 
 
 def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
@@ -239,9 +241,10 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
                 if ev.role == Role.DEFAULT.value:
                     auto.append((verdict.choice, ev))
                     break
-    shared = _shared_caveats(markers, len(supported) + len(unknown) + len(avoid))
+    choices = [*supported, *unknown, *(a.choice for a in avoid)]
+    shared = _shared_caveats(markers, choices)
     if shared:
-        places = {(c.path, c.line) for c in shared}
+        places = {(c.path, c.line) for caveats, _ in shared for c in caveats}
         markers = [dataclasses.replace(m, caveats=tuple(c for c in m.caveats
                                                         if (c.path, c.line) not in places))
                    for m in markers]
@@ -250,17 +253,24 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
                      tuple(auto), tuple(other), shared)
 
 
-def _shared_caveats(markers: list[Marker], choices: int) -> tuple[Evidence, ...]:
-    """The caveats (by place) that every one of an option's ``choices`` CUDA
-    choices carries, when there are two or more: one line for the option says
-    them, instead of one per choice."""
-    if choices < 2 or len(markers) < choices:
-        return ()
-    first: dict[tuple[str, int], Evidence] = {(c.path, c.line): c for c in markers[0].caveats}
-    common = set(first)
-    for marker in markers[1:]:
-        common &= {(c.path, c.line) for c in marker.caveats}
-    return tuple(first[place] for place in sorted(common))
+def _shared_caveats(markers: list[Marker], choices: list[str]
+                    ) -> tuple[tuple[tuple[Evidence, ...], tuple[str, ...]], ...]:
+    """The caveats (by place) that nearly every CUDA choice of an option carries
+    (all of two, or all but a third of three or more), grouped by the choices
+    that do not: one line for the option says each group, not one per choice."""
+    carriers: dict[tuple[str, int], list[str]] = {}
+    found: dict[tuple[str, int], Evidence] = {}
+    for marker in markers:
+        for caveat in marker.caveats:
+            place = (caveat.path, caveat.line)
+            found.setdefault(place, caveat)
+            carriers.setdefault(place, []).append(marker.choice)
+    groups: dict[tuple[str, ...], list[Evidence]] = {}
+    for place, who in sorted(carriers.items()):
+        but = tuple(c for c in choices if c not in who)
+        if len(who) >= 2 and len(but) * 3 <= len(choices) and (not but or len(choices) >= 3):
+            groups.setdefault(but, []).append(found[place])
+    return tuple((tuple(caveats), but) for but, caveats in groups.items())
 
 
 def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:

@@ -210,9 +210,10 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         else:  # the place on a line of its own: a cut path is no use
             out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
-    if group.shared:
-        places = ", ".join(f"{c.path}:{c.line}" for c in group.shared)
-        out.extend(wrap(f"every choice: may still raise: {places}", f"{indent}*      ", rest))
+    for caveats, but in group.shared:
+        places = ", ".join(f"{c.path}:{c.line}" for c in caveats)
+        who = f"every choice but {', '.join(but)}" if but else "every choice"
+        out.extend(wrap(f"{who}: may still raise: {places}", f"{indent}*      ", rest))
     for marker in group.markers:
         if marker.conditions:
             why = "; ".join(marker.conditions)
