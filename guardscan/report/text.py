@@ -214,13 +214,17 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         places = ", ".join(f"{c.path}:{c.line}" for c in caveats)
         who = f"every choice but {', '.join(but)}" if but else "every choice"
         out.extend(wrap(f"{who}: may still raise: {places}", f"{indent}*      ", rest))
+    # choices marked for the same reason share one line
+    reasons: dict[str, list[str]] = {}
     for marker in group.markers:
         if marker.conditions:
             why = "; ".join(marker.conditions)
         else:
             places = ", ".join(f"{c.path}:{c.line}" for c in marker.caveats)
             why = f"may still raise: {places}"
-        out.extend(wrap(f"{marker.choice}: {why}", f"{indent}*      ", rest))
+        reasons.setdefault(why, []).append(marker.choice)
+    for why, choices in reasons.items():
+        out.extend(wrap(f"{', '.join(choices)}: {why}", f"{indent}*      ", rest))
     return out
 
 
