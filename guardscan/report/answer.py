@@ -22,8 +22,11 @@ conditions the scan produced, and words the deciding line of each.
 
 Architectures with the same answer for an option are grouped; options are
 ordered by how much the scan decided for them (the share of their CUDA choices
-with a verdict other than ``unknown``), most first, ties in the scanned order;
-options with nothing decided on any requested architecture are listed apart.
+with a verdict other than ``unknown``), most first, ties in the scanned order,
+and, when the kernel library was read, the options whose choices reach it
+(``kernels``: the MoE, GEMM and attention backends) before the SGLang-only
+ones; options with nothing decided on any requested architecture are listed
+apart.
 """
 
 from __future__ import annotations
@@ -197,6 +200,9 @@ class OptionAnswer:
     info: OptionInfo | None
     groups: list[ArchGroup] = field(default_factory=list)
     decided: float = 0.0  # share of CUDA cells with a verdict other than unknown
+    #: whether any choice's chain reaches the kernel library (a kernel fact or a
+    #: call into it): the backends that pick kernels, not SGLang-only switches
+    kernels: bool = False
 
     @property
     def default(self) -> str | None:
@@ -280,7 +286,7 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
     by_option: dict[str, dict[str, list[BackendVerdict]]] = {}
     for verdict in result.backends:
         by_option.setdefault(verdict.option, {}).setdefault(verdict.arch, []).append(verdict)
-    decided: list[tuple[float, int, OptionAnswer]] = []
+    decided: list[tuple[int, float, int, OptionAnswer]] = []
     nothing: list[str] = []
     for position, (option, per_arch) in enumerate(by_option.items()):
         cuda = [v for cells in per_arch.values() for v in cells if not v.platform]
@@ -289,7 +295,9 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
             nothing.append(option)
             continue
         answer = OptionAnswer(option, infos.get(option),
-                              decided=len(known) / len(cuda) if cuda else 0.0)
+                              decided=len(known) / len(cuda) if cuda else 0.0,
+                              kernels=any(ev.role == Role.KERNEL.value
+                                          for v in cuda for ev in v.evidence))
         groups: dict[tuple[object, ...], ArchGroup] = {}
         for arch in archs:
             if arch not in per_arch:
@@ -302,9 +310,12 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
             else:
                 groups[key] = one
         answer.groups = list(groups.values())
-        decided.append((-answer.decided, position, answer))
-    decided.sort(key=lambda item: (item[0], item[1]))
-    return [answer for _, _, answer in decided], nothing
+        # with the kernel library read, the options whose choices reach it (the
+        # MoE, GEMM and attention backends) come before SGLang-only switches
+        rank = 0 if answer.kernels or not result.kernels else 1
+        decided.append((rank, -answer.decided, position, answer))
+    decided.sort(key=lambda item: item[:3])
+    return [item[3] for item in decided], nothing
 
 
 @dataclass(frozen=True, slots=True)

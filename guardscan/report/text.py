@@ -126,10 +126,33 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
     out: list[str] = []
     if not decided and not nothing:
         return ["", "No backend options judged."]
+    # one arch, kernels read: an option no choice of which reaches the kernel
+    # library (a model's or a feature's own switch) folds into one line
+    fold = len(archs) == 1 and bool(result.kernels)
+    folded = [a for a in decided if fold and not a.kernels and a.option not in field]
+    shown: list[OptionAnswer] = []
+    alike: list[tuple[OptionAnswer, OptionAnswer]] = []  # (option, the one above it is like)
     for answer in decided:
+        if answer in folded:
+            continue
+        like = next((a for a in shown if _within(answer, a)), None) \
+            if fold and answer.option not in field else None
+        if like is not None:
+            alike.append((answer, like))
+            continue
+        shown.append(answer)
         out.append("")
         out.extend(_option(answer, style, several=len(archs) > 1))
         out.extend(_field_block(field.get(answer.option, []), "  "))
+    if alike:
+        out.append("")
+        out.append("answered within an option above (what it supports and avoids is there):")
+        for answer, like in alike:
+            out.extend(wrap(f"{style(answer.option, 'option')}  like {like.option}: avoid "
+                            f"{_avoid_words(answer.groups[0], style)}", "  ", "      "))
+    if folded:
+        out.append("")
+        out.extend(_folded(folded, style))
     infos = {o.flag: o for o in result.options}
     for option in [o for o in nothing if o in field]:
         # nothing decided, but someone saw it fail (or work): worth its own block
@@ -140,7 +163,12 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
             "to try, no promise)", "", "    "))
         out.extend(_field_block(field[option], "  "))
     nothing = [o for o in nothing if o not in field]
-    if nothing:
+    if nothing and fold:
+        out.append("")
+        out.extend(wrap(f"nothing known on {archs[0]} for {len(nothing)} more options, every "
+                        "choice unknown (safe to try, no promise; --verbose lists them)",
+                        "", "  "))
+    elif nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
         out.extend(wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
@@ -162,6 +190,48 @@ def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
         out.extend(wrap(f"{' '.join(group.archs)}:" + (f" auto can become {auto}" if auto
                                                          else ""), "  ", "    "))
         out.extend(_group(group, "    ", style))
+    return out
+
+
+def _within(answer: OptionAnswer, above: OptionAnswer) -> bool:
+    """Whether one arch's answer of ``answer`` says nothing ``above`` does not:
+    its supported choices and its choices to avoid (each with the same verdict
+    and deciding line) are among those of ``above``, and it avoids something."""
+    if len(answer.groups) != 1 or len(above.groups) != 1:
+        return False
+    mine, theirs = answer.groups[0], above.groups[0]
+
+    def avoided(group: ArchGroup) -> set[tuple[str, str, object]]:
+        return {(a.choice, a.verdict.value, (a.deciding.path, a.deciding.line)
+                 if a.deciding else None) for a in group.avoid}
+
+    return bool(mine.avoid) and avoided(mine) <= avoided(theirs) and \
+        set(mine.supported) <= set(theirs.supported)
+
+
+def _avoid_words(group: ArchGroup, style: _Style) -> str:
+    """``a, b (blocked); c (unsupported)``: a group's choices to avoid, by verdict."""
+    by_verdict: dict[str, list[str]] = {}
+    for avoid in group.avoid:
+        by_verdict.setdefault(avoid.verdict.value, []).append(avoid.choice)
+    return "; ".join(f"{', '.join(choices)} ({style(verdict, verdict)})"
+                     for verdict, choices in by_verdict.items())
+
+
+def _folded(answers: list[OptionAnswer], style: _Style) -> list[str]:
+    """SGLang-only options, one line each: what to avoid, by verdict."""
+    out = [("SGLang-only options (no kernel on their paths), what to avoid; why: guardscan "
+            "explain:")]
+    calm: list[str] = []
+    for answer in answers:
+        group = answer.groups[0]
+        if not group.avoid:
+            calm.append(answer.option)
+            continue
+        out.extend(wrap(f"{style(answer.option, 'option')}  avoid "
+                        f"{_avoid_words(group, style)}", "  ", "      "))
+    if calm:
+        out.extend(wrap(f"nothing to avoid: {', '.join(calm)}", "  ", "      "))
     return out
 
 
