@@ -268,8 +268,8 @@ def test_a_caveat_every_choice_shares_is_said_once() -> None:
     result.backends[0] = BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, ())
     lines = text(result).splitlines()
     assert [line for line in lines if "model_x.py:139" in line] == [
-        "  *      every choice but triton: may still raise: "
-        "sglang/srt/layers/quantization/model_x.py:139"]
+        ("  *      every choice but triton: may still raise: "
+         "sglang/srt/layers/quantization/model_x.py:139")]
     # two of three without it: each carrier says its own
     result.backends[2] = BackendVerdict(flag, "marlin", "sm120", None, Verdict.UNKNOWN, ())
     lines = text(result).splitlines()
