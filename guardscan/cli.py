@@ -22,9 +22,11 @@ from guardscan.commands import SUBCOMMANDS, load
 from guardscan.commands.common import (
     UsageError,
     add_common,
+    add_reports_args,
     analyse_args,
     colour,
     fail_on,
+    read_field_reports,
 )
 from guardscan.results import ExitCode
 
@@ -52,8 +54,12 @@ verdicts:
   supported    positive evidence it runs there, and nothing blocks
   unknown      no architecture evidence either way (safe to try, no promise)
 
-exit codes: 0 scan done, 1 --fail-on matched, 2 bad usage or unusable target,
-3 internal error.
+field reports (what people saw running a choice, with the thread) show beside
+the verdicts, never deciding them: guardscan's own, --reports FILE, and a target
+checkout's .guardscan-reports.toml (docs/field-reports.md).
+
+exit codes: 0 scan done, 1 --fail-on matched, 2 bad usage, an unusable target
+or a bad report file, 3 internal error.
 """
 
 
@@ -80,17 +86,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the report here instead of stdout")
     parser.add_argument("--graph", type=Path, metavar="FILE",
                         help="also write the support graph (.json node-link, .graphml, .dot)")
+    add_reports_args(parser)
     parser.add_argument("--version", action="version", version=f"guardscan {__version__}")
     return parser
 
 
 def _run_scan(argv: list[str]) -> int:
+    from guardscan.field import attach_reports
     from guardscan.report import render
 
     args = build_parser().parse_intermixed_args(argv)
     args.option_list = args.option
+    read_field_reports(args)  # a bad report file fails before the scan
     analysis = analyse_args(args, full=args.graph is not None)
-    result = analysis.result
+    # beside the verdicts, never deciding them; after the scan and its caches
+    result = attach_reports(analysis.result, read_field_reports(args, analysis.tree.root))
     if args.graph:
         # Before the report: a graph file name write_graph refuses is a usage
         # error, and should not leave a report behind as if all went well.

@@ -187,6 +187,18 @@ def _option(a: Mapping[str, str]) -> str:
     return f"{a['flag']} choices"
 
 
+def _field(a: Mapping[str, str]) -> str:
+    where = f"reported on {a.get('archs', '').replace(',', ', ')}"
+    if a.get("quantization"):
+        where += f" with --quantization {a['quantization']}"
+    versions = f"sglang {a.get('sglang', 'any')}"
+    if a.get("kernel"):
+        versions += f", {a['kernel']}"
+    family = f" ({a['model_family']} models)" if a.get("model_family") else ""
+    return (f"{a.get('outcome', '')} {where}, {versions}{family}: {a.get('symptom', '')} "
+            f"({a.get('url', '')})")
+
+
 def _text(a: Mapping[str, str]) -> str:
     return a.get("text", "")
 
@@ -199,6 +211,7 @@ _TEMPLATES = {
     FactKind.DOC: _doc,
     FactKind.SELECT: _select,
     FactKind.KERNEL_CALL: _kernel_call,
+    FactKind.FIELD: _field,
 }
 
 

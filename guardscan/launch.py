@@ -77,6 +77,9 @@ PROBLEMS: dict[str, str] = {
     "missing-value": "{option} has no value{hint}",
     "other-platform": "{option} {choice} is documented for {platform} only, not for "
                       "NVIDIA GPUs",
+    # beside the verdict (guardscan.field.flag): a report that flags, one shown only
+    "field-report": "{option} {choice}: {line}",
+    "field-note": "{option} {choice}: {line}",
 }
 
 
@@ -168,7 +171,9 @@ class Preflight:
     not backend options, ``notes`` what the check could not read, ``launch``
     the command as parsed. ``quantization`` is the method the command gives;
     ``result.quantization`` the one judged under (None when the given one is
-    not a method of the tree: that is a problem).
+    not a method of the tree: that is a problem). ``field`` holds the field
+    reports about the judged choices (``guardscan.field.flag``), those that
+    flag the launch also in ``problems`` or ``warnings``.
     """
 
     problems: tuple[Problem, ...]
@@ -179,6 +184,7 @@ class Preflight:
     ignored: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     launch: Launch | None = None
+    field: tuple[Problem, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -207,7 +213,8 @@ class Preflight:
                 "problems": [p.to_json() for p in self.problems],
                 "warnings": [p.to_json() for p in self.warnings],
                 "checks": [c.to_json() for c in self.checks],
-                "ignored": list(self.ignored), "notes": list(self.notes)}
+                "ignored": list(self.ignored), "notes": list(self.notes),
+                "field": [p.to_json() for p in self.field]}
 
 
 # -- the launch command --------------------------------------------------------------------
@@ -525,7 +532,8 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
               target: str | None = None, flashinfer: str | None = None, *,
               cache_dir: Path | None = None, kernels: bool = True, use_cache: bool = True,
               offline: bool = False,
-              progress: Callable[[str], None] | None = None) -> Preflight:
+              progress: Callable[[str], None] | None = None,
+              reports: Sequence[str | Path] = (), field: str = "fail") -> Preflight:
     """Are the backend flags of this launch command safe to try on ``arch``?
 
     ``argv``: the launch command or its flags alone (see :func:`parse_launch`).
@@ -535,13 +543,22 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     None = the installed sglang. ``flashinfer``: the kernel library to pair
     with (default: the one the target pins). The other keywords are those of
     ``guardscan.scan`` (``progress`` is called with a few words per stage).
+    ``reports``: field-report files to read besides guardscan's own and a
+    target checkout's ``.guardscan-reports.toml``; ``field``: ``"fail"`` (a
+    crash or wrong-output report on the arch and release flags a given
+    choice as a problem), ``"warn"`` (it is a warning) or ``"off"`` (no
+    reports read).
 
     Raises ``ArchError`` (``NoArchError`` for no architecture at all: None,
     ``""``, blanks, an empty list; ``LocalGPUError`` for ``"auto"`` without a GPU) and
-    ``AcquireError`` for an unusable target; every problem with the flags
-    themselves is in the answer's ``problems``.
+    ``AcquireError`` for an unusable target, ``FieldReportError`` for a bad
+    report file, ``ValueError`` for a ``field`` mode it does not know; every
+    problem with the flags themselves is in the answer's ``problems``.
     """
     from guardscan.driver import UnknownChoiceError
+    from guardscan.field.flag import field_mode, launch_field
+
+    mode = field_mode(field, reports)  # a bad mode or file fails before the scan
 
     archs = _archs_of(arch)
     launch = parse_launch(argv)
@@ -558,7 +575,8 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
         result, root, _ = scan_once(target, archs, None, flashinfer, cache_dir, kernels,
                                 use_cache, offline, progress)
     package = result.target.package
-    return judge_launch(
+    answer = judge_launch(
         result, launch,
         defined=(lambda flag: tree_defines(root, package, flag)) if root is not None else None,
         quantization_choices=choices)
+    return launch_field(answer, mode, reports, target, root)

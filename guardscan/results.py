@@ -55,6 +55,7 @@ class Role(str, enum.Enum):
     LINK = "link"
     GUARD = "guard"
     DATA = "data"
+    FIELD = "field"  # a field report beside the verdict (guardscan.field), never deciding
 
 
 class Verdict(str, enum.Enum):

@@ -181,13 +181,19 @@ def test_sglang_059_on_sm120(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0] == ("guardscan check: sglang 0.5.9 with flashinfer 0.6.3, on sm120 "
                         "(RTX PRO 6000, RTX 5090, ...), --quantization modelopt_fp4")
-    moe, fp4 = lines[1], lines[2]
+    moe, field, fp4 = lines[1], lines[2], lines[3]
     assert moe.split()[:3] == ["--moe-runner-backend", "flashinfer_trtllm", "unsupported"]
     assert "jit-spec (tier c): capability major in [10]" in moe
     assert moe.endswith("at flashinfer/jit/fused_moe.py:238")
+    # the field saw it too: a crash report on sm120 for this release, with its thread
+    assert field.startswith("    field: crash reported on sm120 (sglang >=0.5.5,<=0.5.20, with "
+                            "modelopt_fp4): FlashInfer's TRT-LLM-gen fused MoE ")
+    assert field.endswith(", https://github.com/flashinfer-ai/flashinfer/issues/2045")
     assert fp4.split()[:3] == ["--fp4-gemm-backend", "flashinfer_cudnn", "supported"]
     assert "decorator (tier a)" in fp4 and "120" in fp4
-    assert lines[-2] == "not ok: 1 problem on sm120"
+    assert lines[-3:-1] == ["not ok: 2 problems on sm120",
+                            ("field: a crash or wrong-output report holds for this arch and "
+                             "release (--field-warn-only: warn only)")]
 
     # the same scan answers a misspelt choice, with the close match
     code, out, _ = check(capsys, "--arch", "sm120", "--cache-dir", cache, "sglang==0.5.9",
@@ -195,3 +201,32 @@ def test_sglang_059_on_sm120(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == ExitCode.FOUND
     row = next(line for line in out.splitlines() if "flashinfer_cutlas " in line)
     assert "did you mean flashinfer_cutlass" in row
+
+
+@pytest.mark.real
+def test_sglang_0523_on_sm120_says_only_what_was_given(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23: what the user gave, what auto becomes, what to avoid; no internal
+    notes (a default's auto the source does not resolve, defaults not written as
+    choices) unless --verbose."""
+    cache = str(realtrees.shared_cache_dir())
+    launch = ["--", "python", "-m", "sglang.launch_server", "--model-path", "m",
+              "--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend",
+              "flashinfer_cudnn"]
+    code, out, err = check(capsys, "--arch", "sm120", "--cache-dir", cache, "sglang==0.5.23",
+                           *launch)
+    lines = out.splitlines()
+    assert (code, err) == (ExitCode.OK, "")
+    assert [line.split()[:3] for line in lines[1:3]] == [
+        ["--moe-runner-backend", "flashinfer_cutlass", "supported"],
+        ["--fp4-gemm-backend", "flashinfer_cudnn", "supported"]]
+    assert lines[3:] == ["  ignored (not backend options): --model-path",
+                         "ok: every backend choice given is safe to try on sm120"]
+    code, out, _ = check(capsys, "--arch", "sm120", "--cache-dir", cache, "sglang==0.5.23",
+                         "--verbose", *launch)
+    verbose = out.splitlines()
+    assert code == ExitCode.OK
+    assert any(line.startswith("  --dsv4-attn-backend auto (default, not given)")
+               for line in verbose)
+    assert sum(line.startswith("  note: ") for line in verbose) == 3
+    assert any(line.startswith("  not given: the other ") for line in verbose)

@@ -11,7 +11,8 @@ reviewed like code, so that no change to what guardscan says goes unnoticed.
 - one real release, sglang 0.5.9 with the FlashInfer it pins (0.6.3): the
   text, JSON, SARIF and Markdown reports for three options on sm90, sm100 and
   sm120, the full text table (``--verbose``) of the same, and the default text
-  report of every option on sm120 (``guardscan sglang==0.5.9 --arch sm120``).
+  report of every option on sm120 (``guardscan sglang==0.5.9 --arch sm120``, with
+  the bundled field reports beside the verdicts, as the command line shows it).
 
 Absolute paths (the cache, the checkout) are replaced by ``<TREE>`` and
 ``<KERNELS>``. After a deliberate change, rewrite the snapshots and review the
@@ -35,6 +36,7 @@ from fixturetree import FIXTURES, run_scan
 
 from guardscan.arch import parse_arch_list
 from guardscan.driver import ScanOptions, analyse
+from guardscan.field import attach_reports, bundled_reports
 from guardscan.report import render
 from guardscan.results import ScanResult
 
@@ -172,8 +174,9 @@ def real_sm120(sglang_059: object, flashinfer_063: object) -> ScanResult:
 @pytest.mark.real
 def test_real_release_default_report_on_sm120(real_sm120: ScanResult) -> None:
     """What an RTX PRO 6000 user sees first: the MoE runner and fp4 GEMM answers
-    (what to try, what to avoid and where) within the first 25 lines."""
-    text = rendered(real_sm120, "text")
+    (what to try, what to avoid and where) within the first 25 lines, with the field
+    reports guardscan ships beside them, as the command line shows them."""
+    text = rendered(attach_reports(real_sm120, bundled_reports()), "text")
     check_golden(GOLDEN / "sglang-0.5.9" / "report.sm120.txt", text)
     first = text.splitlines()[:25]
     for option in ("--moe-runner-backend", "--fp4-gemm-backend"):

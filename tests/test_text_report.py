@@ -231,3 +231,48 @@ def test_generated_pages_do_not_talk_about_themselves() -> None:
     for name in ("verdicts.md", "guard-forms.md"):
         body = (ROOT / "docs" / name).read_text(encoding="utf-8")
         assert f"docs/{name}" not in body and "generated from here" not in body
+
+
+def test_a_caveat_every_choice_shares_is_said_once() -> None:
+    """Issue 23: a gate on every choice's path that could still raise (a model's own
+    quantization file) is one line for the option, not one per choice; a choice's
+    own caveat keeps its line and its star."""
+    from guardscan.evidence import FactKind, Status, args_of
+
+    def could_raise(path: str, line: int) -> Evidence:
+        return Evidence.of(path, line, "gate", "raise ValueError(...)", FactKind.GATE,
+                           args_of(effect="could-raise", arch="sm120", undecided="model"),
+                           Status.CAVEAT)
+
+    shared = could_raise("sglang/srt/layers/quantization/model_x.py", 139)
+    own = could_raise("sglang/srt/layers/moe/cutlass_moe.py", 149)
+    flag = "--moe-runner-backend"
+    result = ScanResult("0.1.0", PackageRef("sglang", "0.5.23", "/x/sglang"), archs=["sm120"],
+                        options=[OptionInfo(flag, "moe_runner_backend",
+                                            ("triton", "cutlass", "marlin"),
+                                            "sglang/srt/server_args.py", 5, default='"auto"')])
+    result.backends = [
+        BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, (shared,)),
+        BackendVerdict(flag, "cutlass", "sm120", None, Verdict.UNKNOWN, (shared, own)),
+        BackendVerdict(flag, "marlin", "sm120", None, Verdict.UNKNOWN, (shared,)),
+    ]
+    lines = text(result).splitlines()
+    start = lines.index(f"{flag}  (default: auto)")
+    assert lines[start + 1:start + 4] == [
+        "  try    triton, cutlass*, marlin (unknown)",
+        "  *      every choice: may still raise: sglang/srt/layers/quantization/model_x.py:139",
+        "  *      cutlass: may still raise: sglang/srt/layers/moe/cutlass_moe.py:149",
+    ]
+    assert lines[start + 4] == ""
+    # one choice of three without it: still said once, naming the exception
+    result.backends[0] = BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, ())
+    lines = text(result).splitlines()
+    assert [line for line in lines if "model_x.py:139" in line] == [
+        ("  *      every choice but triton: may still raise: "
+         "sglang/srt/layers/quantization/model_x.py:139")]
+    # two of three without it: each carrier says its own
+    result.backends[2] = BackendVerdict(flag, "marlin", "sm120", None, Verdict.UNKNOWN, ())
+    lines = text(result).splitlines()
+    assert [line for line in lines if line.startswith("  *")] == [
+        "  *      cutlass: may still raise: sglang/srt/layers/quantization/model_x.py:139,",
+    ]

@@ -23,12 +23,14 @@ __all__ = [
     "add_cache_args",
     "add_common",
     "add_flashinfer",
+    "add_reports_args",
     "analyse_args",
     "clear_progress",
     "colour",
     "fail_on",
     "is_terminal",
     "progress",
+    "read_field_reports",
     "scan_options",
 ]
 
@@ -87,6 +89,33 @@ def add_cache_args(parser: argparse.ArgumentParser) -> None:
                              "kernel answers (downloads are still cached)")
     parser.add_argument("--offline", action="store_true",
                         help="never call pip; use cached wheels only")
+
+
+def add_reports_args(parser: argparse.ArgumentParser) -> None:
+    """``--reports FILE`` and ``--no-reports``: the field reports shown beside
+    the verdicts (docs/field-reports.md)."""
+    parser.add_argument("--reports", action="append", type=Path, default=[], metavar="FILE",
+                        help="also read this field-report file (.json, or .toml in the same "
+                             "schema) beside guardscan's own and the target checkout's "
+                             ".guardscan-reports.toml; repeatable")
+    parser.add_argument("--no-reports", action="store_true",
+                        help="show no field reports (what people saw running a choice); "
+                             "verdicts never depend on them")
+
+
+def read_field_reports(args: argparse.Namespace, root: Path | None = None):  # type: ignore[no-untyped-def]
+    """The field reports a command shows: none with ``--no-reports``; else
+    guardscan's own, the ``--reports`` files, and, with ``root`` (the scanned
+    package's root), a target checkout's own file. A bad file is a UsageError."""
+    from guardscan.field import FieldReportError, checkout_roots, load_reports
+
+    if getattr(args, "no_reports", False):
+        return ()
+    roots = checkout_roots(args.target, root) if root is not None else []
+    try:
+        return load_reports(args.reports, roots)
+    except FieldReportError as exc:
+        raise UsageError(f"field reports: {exc}") from None
 
 
 class UsageError(Exception):

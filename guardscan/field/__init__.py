@@ -8,8 +8,10 @@ never decide a verdict; they are shown beside it.
 
 One module per concern: ``model`` (FieldReport, Outcome, the error),
 ``load`` (reading and checking the bundled file, ``--reports`` files and a
-tree's ``.guardscan-reports.toml``) and ``match`` (which reports apply to a
-launch). The schema is ``data/field_reports.schema.json``; docs/field-reports.md
+tree's ``.guardscan-reports.toml``), ``match`` (which reports apply to a
+launch), ``attach`` (the reports beside each verdict of a scan, as ``field``
+evidence) and ``flag`` (which of them make ``check`` and ``preflight`` flag a
+choice). The schema is ``data/field_reports.schema.json``; docs/field-reports.md
 says how to add a team's own reports.
 
     from guardscan.field import load_reports, matching
@@ -19,11 +21,13 @@ says how to add a team's own reports.
         print(report.outcome, report.symptom, report.url)
 """
 
+from guardscan.field.attach import attach_reports, field_evidence, field_reports_of
 from guardscan.field.load import (
     BUNDLED,
     SCHEMA_VERSION,
     TREE_FILE,
     bundled_reports,
+    checkout_roots,
     load_file,
     load_reports,
     parse_document,
@@ -40,7 +44,11 @@ __all__ = [
     "FieldReportError",
     "KernelRange",
     "Outcome",
+    "attach_reports",
     "bundled_reports",
+    "checkout_roots",
+    "field_evidence",
+    "field_reports_of",
     "in_range",
     "load_file",
     "load_reports",

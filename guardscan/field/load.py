@@ -43,6 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TREE_FILE",
     "bundled_reports",
+    "checkout_roots",
     "load_file",
     "load_reports",
     "parse_document",
@@ -130,6 +131,19 @@ def tree_reports(root: Path) -> tuple[FieldReport, ...]:
     if not path.is_file():
         return ()
     return load_file(path)
+
+
+def checkout_roots(target: str | Path | None, root: Path | None) -> list[Path]:
+    """Where a checkout keeps its own ``.guardscan-reports.toml``: the directory
+    given as the target, and the directory holding its package (``root``). A
+    spec, a wheel or the installed package has none: its files are not the
+    team's."""
+    if target is None:
+        return []
+    path = Path(target).expanduser()
+    if not path.is_dir():
+        return []
+    return [path] + ([root] if root is not None else [])
 
 
 def load_reports(files: Iterable[Path] = (), roots: Iterable[Path] = (), *,

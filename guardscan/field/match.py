@@ -30,7 +30,7 @@ from guardscan.acquire.pairing import KERNEL_DIST
 from guardscan.arch import Arch, parse_arch
 from guardscan.field.model import FieldReport
 
-__all__ = ["in_range", "matching", "sort_key"]
+__all__ = ["in_range", "known_release", "matching", "sort_key"]
 
 
 def matching(
@@ -74,6 +74,18 @@ def matching(
             continue
         found.append(report)
     return sorted(found, key=sort_key)
+
+
+def known_release(version: str | None) -> bool:
+    """Whether ``version`` names a release (not None, parseable, not a source
+    build's ``0.0.0.devN`` placeholder)."""
+    if version is None:
+        return False
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return False
+    return any(parsed.release)
 
 
 def sort_key(report: FieldReport) -> tuple[str, str, int, str, str]:

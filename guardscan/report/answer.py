@@ -11,15 +11,22 @@ conditions the scan produced, and words the deciding line of each.
   line (``deciding_evidence``) and that line's note;
 - **marked**: choices whose verdict would change under a condition
   (``conditions``) or that a gate could still reject under something the scan
-  cannot decide (a ``could raise`` caveat);
+  cannot decide (a ``could raise`` caveat); a caveat every choice of the
+  option shares (``shared``) is said once for the option, not per choice;
 - **auto**: the choices ``auto`` resolves to on the architecture, from the
   ``default`` evidence on their chains;
-- **other platforms**: choices documented for a non-CUDA platform only.
+- **other platforms**: choices documented for a non-CUDA platform only;
+- **field**: the field reports attached beside the verdicts (``guardscan.field``),
+  per option, one per report with the architectures it was attached on, worst
+  outcome first; they never move a choice between try and avoid.
 
 Architectures with the same answer for an option are grouped; options are
 ordered by how much the scan decided for them (the share of their CUDA choices
-with a verdict other than ``unknown``), most first, ties in the scanned order;
-options with nothing decided on any requested architecture are listed apart.
+with a verdict other than ``unknown``), most first, ties in the scanned order,
+and, when the kernel library was read, the options whose choices reach it
+(``kernels``: the MoE, GEMM and attention backends) before the SGLang-only
+ones; options with nothing decided on any requested architecture are listed
+apart.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from guardscan.verdict.auto import auto_targets
 
 __all__ = [
     "ArchGroup",
+    "FieldNote",
     "OptionAnswer",
     "answers",
     "arch_label",
@@ -43,6 +51,7 @@ __all__ = [
     "caveats",
     "deciding_evidence",
     "describe_fact",
+    "field_notes",
     "method_notes",
     "sorted_archs",
 ]
@@ -177,6 +186,9 @@ class ArchGroup:
     markers: tuple[Marker, ...]
     auto: tuple[tuple[str, Evidence], ...]  # (choice auto resolves to, where)
     other_platforms: tuple[tuple[str, str], ...]  # (choice, platform)
+    #: caveats most choices share, said once for the option instead of once per
+    #: choice: (the caveats, the choices that do not carry them)
+    shared: tuple[tuple[tuple[Evidence, ...], tuple[str, ...]], ...] = ()
 
     @property
     def marked_choices(self) -> frozenset[str]:
@@ -189,6 +201,9 @@ class OptionAnswer:
     info: OptionInfo | None
     groups: list[ArchGroup] = field(default_factory=list)
     decided: float = 0.0  # share of CUDA cells with a verdict other than unknown
+    #: whether any choice's chain reaches the kernel library (a kernel fact or a
+    #: call into it): the backends that pick kernels, not SGLang-only switches
+    kernels: bool = False
 
     @property
     def default(self) -> str | None:
@@ -203,7 +218,9 @@ def _signature(group: ArchGroup) -> tuple[object, ...]:
                    if a.deciding else None) for a in group.avoid),
             tuple((m.choice, m.conditions, tuple((c.path, c.line) for c in m.caveats))
                   for m in group.markers),
-            tuple(choice for choice, _ in group.auto), group.other_platforms)
+            tuple(choice for choice, _ in group.auto), group.other_platforms,
+            tuple((tuple((c.path, c.line) for c in caveats), but)
+                  for caveats, but in group.shared))
 
 
 def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
@@ -213,7 +230,6 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
     unknown: list[str] = []
     avoid: list[Avoid] = []
     markers: list[Marker] = []
-    auto: list[tuple[str, Evidence]] = []
     other: list[tuple[str, str]] = []
     for verdict in verdicts:
         if verdict.platform:
@@ -230,8 +246,36 @@ def _arch_answer(arch: str, verdicts: Iterable[BackendVerdict]) -> ArchGroup:
                                   tuple(caveats(verdict))))
     auto = [(choice, ev) for choice, ev in auto_targets(verdicts)
             if by_choice[choice].verdict.safe_to_try]
+    choices = [*supported, *unknown, *(a.choice for a in avoid)]
+    shared = _shared_caveats(markers, choices)
+    if shared:
+        places = {(c.path, c.line) for caveats, _ in shared for c in caveats}
+        markers = [dataclasses.replace(m, caveats=tuple(c for c in m.caveats
+                                                        if (c.path, c.line) not in places))
+                   for m in markers]
+        markers = [m for m in markers if m.conditions or m.caveats]
     return ArchGroup((arch,), tuple(supported), tuple(unknown), tuple(avoid), tuple(markers),
-                     tuple(auto), tuple(other))
+                     tuple(auto), tuple(other), shared)
+
+
+def _shared_caveats(markers: list[Marker], choices: list[str]
+                    ) -> tuple[tuple[tuple[Evidence, ...], tuple[str, ...]], ...]:
+    """The caveats (by place) that nearly every CUDA choice of an option carries
+    (all of two, or all but a third of three or more), grouped by the choices
+    that do not: one line for the option says each group, not one per choice."""
+    carriers: dict[tuple[str, int], list[str]] = {}
+    found: dict[tuple[str, int], Evidence] = {}
+    for marker in markers:
+        for caveat in marker.caveats:
+            place = (caveat.path, caveat.line)
+            found.setdefault(place, caveat)
+            carriers.setdefault(place, []).append(marker.choice)
+    groups: dict[tuple[str, ...], list[Evidence]] = {}
+    for place, who in sorted(carriers.items()):
+        but = tuple(c for c in choices if c not in who)
+        if len(who) >= 2 and len(but) * 3 <= len(choices) and (not but or len(choices) >= 3):
+            groups.setdefault(but, []).append(found[place])
+    return tuple((tuple(caveats), but) for but, caveats in groups.items())
 
 
 def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
@@ -241,7 +285,7 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
     by_option: dict[str, dict[str, list[BackendVerdict]]] = {}
     for verdict in result.backends:
         by_option.setdefault(verdict.option, {}).setdefault(verdict.arch, []).append(verdict)
-    decided: list[tuple[float, int, OptionAnswer]] = []
+    decided: list[tuple[int, float, int, OptionAnswer]] = []
     nothing: list[str] = []
     for position, (option, per_arch) in enumerate(by_option.items()):
         cuda = [v for cells in per_arch.values() for v in cells if not v.platform]
@@ -250,7 +294,9 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
             nothing.append(option)
             continue
         answer = OptionAnswer(option, infos.get(option),
-                              decided=len(known) / len(cuda) if cuda else 0.0)
+                              decided=len(known) / len(cuda) if cuda else 0.0,
+                              kernels=any(ev.role == Role.KERNEL.value
+                                          for v in cuda for ev in v.evidence))
         groups: dict[tuple[object, ...], ArchGroup] = {}
         for arch in archs:
             if arch not in per_arch:
@@ -263,9 +309,69 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
             else:
                 groups[key] = one
         answer.groups = list(groups.values())
-        decided.append((-answer.decided, position, answer))
-    decided.sort(key=lambda item: (item[0], item[1]))
-    return [answer for _, _, answer in decided], nothing
+        # with the kernel library read, the options whose choices reach it (the
+        # MoE, GEMM and attention backends) come before SGLang-only switches
+        rank = 0 if answer.kernels or not result.kernels else 1
+        decided.append((rank, -answer.decided, position, answer))
+    decided.sort(key=lambda item: item[:3])
+    return [item[3] for item in decided], nothing
+
+
+@dataclass(frozen=True, slots=True)
+class FieldNote:
+    """One field report beside an option's verdicts: the choice it is about, the
+    scanned archs it was attached on, and its evidence line."""
+
+    choice: str
+    archs: tuple[str, ...]
+    evidence: Evidence
+
+    @property
+    def outcome(self) -> str:
+        return arg(self.evidence.args, "outcome")
+
+    def holds_for(self) -> list[str]:
+        """What the report holds for, in words: ``sglang >=0.5.5``, the kernel
+        range, ``with modelopt_fp4``, ``deepseek models`` (those it names)."""
+        args = self.evidence.args
+        out = [f"sglang {arg(args, 'sglang', 'any')}"]
+        if arg(args, "kernel"):
+            out.append(arg(args, "kernel"))
+        if arg(args, "quantization"):
+            out.append(f"with {arg(args, 'quantization')}")
+        if arg(args, "model_family"):
+            out.append(f"{arg(args, 'model_family')} models")
+        return out
+
+    @property
+    def rank(self) -> int:
+        """0 for a crash ... 4 for a run that worked (the order they are shown in)."""
+        order = ("crash", "wrong-output", "hang", "slow", "works")
+        return order.index(self.outcome) if self.outcome in order else len(order)
+
+
+def field_notes(result: ScanResult) -> dict[str, list[FieldNote]]:
+    """option -> its field reports, one note per report, worst outcome first,
+    then in the order of the option's choices."""
+    archs = sorted_archs(result)
+    found: dict[str, dict[str, tuple[str, list[str], Evidence, int]]] = {}
+    for position, verdict in enumerate(result.backends):
+        for ev in verdict.evidence:
+            if ev.kind != FactKind.FIELD:
+                continue
+            key = arg(ev.args, "id") or ev.note
+            per_option = found.setdefault(verdict.option, {})
+            if key not in per_option:
+                per_option[key] = (verdict.choice, [], ev, position)
+            if verdict.arch not in per_option[key][1]:
+                per_option[key][1].append(verdict.arch)
+    out: dict[str, list[FieldNote]] = {}
+    for option, notes in found.items():
+        made = [(FieldNote(choice, tuple(sorted(on, key=archs.index)), ev), position)
+                for choice, on, ev, position in notes.values()]
+        made.sort(key=lambda item: (item[0].rank, item[1]))
+        out[option] = [note for note, _ in made]
+    return out
 
 
 def method_notes(result: ScanResult) -> tuple[list[tuple[str, str]], list[str]]:

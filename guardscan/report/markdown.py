@@ -1,5 +1,6 @@
 """report (Markdown): a table per option (choices x architectures), then why each
-blocked/unsupported cell is so, then a diagnostics summary.
+blocked/unsupported cell is so, the field reports beside the verdicts (one row
+each, with the thread), then a diagnostics summary.
 
 Meant for pull-request comments and wiki pages: a legend of the verdict words
 first, the condition behind each ``*`` under its table, paths relative to the
@@ -12,8 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import IO, Any
 
+from guardscan.evidence import FactKind, arg
 from guardscan.report import register
-from guardscan.report.answer import caveats, marked, sorted_archs
+from guardscan.report.answer import caveats, field_notes, marked, sorted_archs
 from guardscan.results import BackendVerdict, Evidence, ScanResult, Verdict
 
 __all__ = ["render_markdown"]
@@ -49,6 +51,7 @@ def _lines(result: ScanResult) -> list[str]:
     out.extend(_LEGEND)
     out.extend(_tables(result))
     out.extend(_why(result))
+    out.extend(_field(result))
     out.extend(_diagnostics(result))
     return out
 
@@ -139,13 +142,36 @@ def _why(result: ScanResult) -> list[str]:
         if verdict.quantization:
             heading += f" (with {_code('--quantization ' + verdict.quantization)})"
         out.extend([heading, ""])
-        for number, ev in enumerate(verdict.evidence, start=1):
+        chain = [ev for ev in verdict.evidence if ev.kind != FactKind.FIELD]
+        for number, ev in enumerate(chain, start=1):
             out.append(f"{number}. {_hop(ev)}")
-        if not verdict.evidence:
+        if not chain:
             out.append("No evidence recorded.")
         for condition in verdict.conditions:
             out.append(f"- note: {_escape(condition)}")
         out.append("")
+    return out
+
+
+def _field(result: ScanResult) -> list[str]:
+    """One row per field report beside the verdicts: what people saw, never a verdict."""
+    notes = field_notes(result)
+    if not notes:
+        return []
+    out = ["## Field reports", "",
+           ("What people saw running these choices, with the thread that says so; shown "
+            "beside the verdicts, never deciding them."), "",
+           "| option | choice | seen on | outcome | releases | symptom | thread |",
+           "|---|---|---|---|---|---|---|"]
+    for option, found in notes.items():
+        for note in found:
+            args = note.evidence.args
+            releases = ", ".join(note.holds_for())
+            url = arg(args, "url")
+            out.append(f"| {_code(option, table=True)} | {_code(note.choice, table=True)} | "
+                       f"{', '.join(note.archs)} | {note.outcome} | {_escape(releases)} | "
+                       f"{_escape(arg(args, 'symptom'))} | <{url}> |")
+    out.append("")
     return out
 
 

@@ -1,4 +1,4 @@
-"""report (SARIF 2.1.0): blocked/unsupported verdicts as results, diagnostics as notes.
+"""report (SARIF 2.1.0): blocked/unsupported verdicts as results, field reports and diagnostics as notes.
 
 Shaped after bandit's SARIF formatter: every rule is listed once in
 ``tool.driver.rules`` and results point at it by ``ruleIndex``; files that could
@@ -10,6 +10,13 @@ library, so a report stays valid when the tree moves; ``originalUriBaseIds``
 describes both without a ``uri`` (those directories are local paths, which no
 report carries: the viewer supplies them). Output is deterministic: sorted, no
 timestamps, no absolute paths.
+
+Field reports beside the verdicts (``guardscan.field``) are results of their
+own rule, ``field-report``, one per report and choice, placed at the option's
+definition (a thread is no file of the tree): level ``warning`` for a crash or
+wrong output, ``note`` otherwise; the thread and what the report holds for
+are in the message and ``properties``. They are never related locations of a
+verdict's result.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ import json
 from typing import IO, Any
 from urllib.parse import quote
 
+from guardscan.evidence import FactKind, arg
 from guardscan.report import register
-from guardscan.report.answer import deciding_evidence
+from guardscan.report.answer import FieldNote, deciding_evidence, field_notes
 from guardscan.report.json_ import portable
-from guardscan.results import BackendVerdict, Diagnostic, Evidence, ScanResult, Verdict
+from guardscan.results import BackendVerdict, Diagnostic, Evidence, OptionInfo, ScanResult, Verdict
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
@@ -63,13 +71,18 @@ def sarif_log(result: ScanResult) -> dict[str, Any]:
     notes = [d for d in diagnostics if not d.code.startswith(_FILE_PREFIX)]
     skipped = [d for d in diagnostics if d.code.startswith(_FILE_PREFIX)]
 
+    field = field_notes(result)
     rule_ids = [v.value for v in _VERDICT_RULES if any(b.verdict is v for b in verdicts)]
+    rule_ids += [FIELD_RULE] if field else []
     rule_ids += sorted({d.code for d in notes})
     rule_index = {rule_id: index for index, rule_id in enumerate(rule_ids)}
-    rules = [_verdict_rule(Verdict(r)) if r in _verdict_values() else _diagnostic_rule(r)
-             for r in rule_ids]
+    rules = [_verdict_rule(Verdict(r)) if r in _verdict_values() else
+             _field_rule() if r == FIELD_RULE else _diagnostic_rule(r) for r in rule_ids]
 
     results = [_verdict_result(b, rule_index, bases) for b in verdicts]
+    options = {o.flag: o for o in result.options}
+    results += [_field_result(option, note, options, rule_index, bases)
+                for option, found in field.items() for note in found]
     results += [_diagnostic_result(d, rule_index, bases) for d in notes]
 
     invocation: dict[str, Any] = {"executionSuccessful": True}
@@ -149,7 +162,8 @@ def _verdict_result(verdict: BackendVerdict, rule_index: dict[str, int],
         "message": {"text": text},
         "locations": [bases.location(deciding)] if deciding is not None else [],
     }
-    related = [ev for ev in verdict.evidence if ev is not deciding]
+    related = [ev for ev in verdict.evidence
+               if ev is not deciding and ev.kind != FactKind.FIELD]
     if related:
         out["relatedLocations"] = [
             bases.location(ev, id_=number, message=_hop_message(ev))
@@ -171,6 +185,50 @@ def _verdict_result(verdict: BackendVerdict, rule_index: dict[str, int],
         properties["conditions"] = list(verdict.conditions)
     out["properties"] = properties
     return out
+
+
+FIELD_RULE = "field-report"
+
+
+def _field_rule() -> dict[str, Any]:
+    return {
+        "id": FIELD_RULE,
+        "name": "FieldReport",
+        "shortDescription": {"text": "people reported how this backend choice ran on the "
+                                     "architecture"},
+        "fullDescription": {"text": (
+            "A cited field report (a public thread, or a team's own report file) of a crash, "
+            "wrong output, hang, slow run or working run of this choice on the architecture, "
+            "for a release range that holds the scanned one. Beside the verdict, never "
+            "deciding it.")},
+        "defaultConfiguration": {"level": "note"},
+        "properties": {"tags": ["guardscan", "field-report"]},
+    }
+
+
+def _field_result(option: str, note: FieldNote, options: dict[str, OptionInfo],
+                  rule_index: dict[str, int], bases: _Bases) -> dict[str, Any]:
+    args = note.evidence.args
+    info = options.get(option)
+    text = (f"{option} {note.choice}: {note.outcome} reported on {', '.join(note.archs)} "
+            f"({', '.join(note.holds_for())}): {arg(args, 'symptom')} ({arg(args, 'url')})")
+    location: list[dict[str, Any]] = []
+    if info is not None:
+        location.append({"physicalLocation": {
+            "artifactLocation": bases.artifact(info.path),
+            "region": {"startLine": info.line, "startColumn": 1}}})
+    return {
+        "ruleId": FIELD_RULE,
+        "ruleIndex": rule_index[FIELD_RULE],
+        "level": "warning" if note.outcome in ("crash", "wrong-output") else "note",
+        "message": {"text": text},
+        "locations": location,
+        "partialFingerprints": {"guardscanField/v1": _fingerprint(
+            option, note.choice, arg(args, "id"))},
+        "properties": {"option": option, "choice": note.choice, "archs": list(note.archs),
+                       "outcome": note.outcome, "report": arg(args, "id"),
+                       "urls": [arg(args, "url")], "source": arg(args, "source")},
+    }
 
 
 def _hop_message(ev: Evidence) -> dict[str, str]:

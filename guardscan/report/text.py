@@ -3,8 +3,10 @@
 The default report is a summary a person can act on (``guardscan.report.answer``
 decides its content): per option, the choices safe to try, best evidence first,
 the choices to avoid with their deciding line, the default and what ``auto``
-resolves to, and the condition behind every ``*``. Options with nothing
-decided fold into one line. ``verbose`` (``--verbose``) gives the full table,
+resolves to, the condition behind every ``*``, and the field reports beside
+the verdicts (``field  CHOICE: crash reported on sm120 (...): symptom, URL``,
+at most ``FIELD_SHOWN`` per option, the rest folded into one line). Options with
+nothing decided fold into one line, unless a field report concerns them. ``verbose`` (``--verbose``) gives the full table,
 every choice on every architecture. Lines fit 100 columns; colour only when
 ``color`` is set (the command line sets it for a terminal without ``NO_COLOR``).
 """
@@ -19,9 +21,11 @@ from typing import IO, Any
 from guardscan.report import register
 from guardscan.report.answer import (
     ArchGroup,
+    FieldNote,
     OptionAnswer,
     answers,
     arch_names,
+    field_notes,
     marked,
     method_notes,
     short_reason,
@@ -29,9 +33,12 @@ from guardscan.report.answer import (
 )
 from guardscan.results import BackendVerdict, ScanResult, Verdict
 
-__all__ = ["WIDTH", "render_text", "wrap"]
+__all__ = ["FIELD_SHOWN", "WIDTH", "field_line", "render_text", "wrap"]
 
 WIDTH = 100
+
+#: field reports shown per option in the summary; the rest fold into one line
+FIELD_SHOWN = 3
 
 _COLOURS = {"supported": "32", "unknown": "0", "blocked": "31", "unsupported": "33",
             "option": "1", "dim": "2"}
@@ -115,13 +122,53 @@ def _footer(result: ScanResult, verbose: bool) -> list[str]:
 def _summary(result: ScanResult, style: _Style) -> list[str]:
     decided, nothing = answers(result)
     archs = sorted_archs(result)
+    field = field_notes(result)
     out: list[str] = []
     if not decided and not nothing:
         return ["", "No backend options judged."]
+    # one arch, kernels read: an option no choice of which reaches the kernel
+    # library (a model's or a feature's own switch) folds into one line
+    fold = len(archs) == 1 and bool(result.kernels)
+    folded = [a for a in decided if fold and not a.kernels and a.option not in field]
+    shown: list[OptionAnswer] = []
+    alike: list[tuple[OptionAnswer, OptionAnswer]] = []  # (option, the one above it is like)
     for answer in decided:
+        if answer in folded:
+            continue
+        like = next((a for a in shown if _within(answer, a)), None) \
+            if fold and answer.option not in field else None
+        if like is not None:
+            alike.append((answer, like))
+            continue
+        shown.append(answer)
         out.append("")
         out.extend(_option(answer, style, several=len(archs) > 1))
-    if nothing:
+        out.extend(_field_block(field.get(answer.option, []), "  "))
+    if alike:
+        out.append("")
+        out.append("answered within an option above (what it supports and avoids is there):")
+        for answer, like in alike:
+            out.extend(wrap(f"{style(answer.option, 'option')}  like {like.option}: avoid "
+                            f"{_avoid_words(answer.groups[0], style)}", "  ", "      "))
+    if folded:
+        out.append("")
+        out.extend(_folded(folded, style))
+    infos = {o.flag: o for o in result.options}
+    for option in [o for o in nothing if o in field]:
+        # nothing decided, but someone saw it fail (or work): worth its own block
+        info = infos.get(option)
+        out.append("")
+        out.extend(wrap(style(option, "option") + "  " + _default_words(
+            info.default if info is not None else None) + "; every choice unknown (safe "
+            "to try, no promise)", "", "    "))
+        out.extend(_field_block(field[option], "  "))
+    nothing = [o for o in nothing if o not in field]
+    if nothing and fold:
+        out.append("")
+        out.extend(wrap(f"nothing known on {archs[0]} for {len(nothing)} more options, every "
+                        "choice unknown (safe to try, no promise; --verbose lists them)",
+                        "", "  "))
+    elif nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
         out.extend(wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
@@ -143,6 +190,48 @@ def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
         out.extend(wrap(f"{' '.join(group.archs)}:" + (f" auto can become {auto}" if auto
                                                          else ""), "  ", "    "))
         out.extend(_group(group, "    ", style))
+    return out
+
+
+def _within(answer: OptionAnswer, above: OptionAnswer) -> bool:
+    """Whether one arch's answer of ``answer`` says nothing ``above`` does not:
+    its supported choices and its choices to avoid (each with the same verdict
+    and deciding line) are among those of ``above``, and it avoids something."""
+    if len(answer.groups) != 1 or len(above.groups) != 1:
+        return False
+    mine, theirs = answer.groups[0], above.groups[0]
+
+    def avoided(group: ArchGroup) -> set[tuple[str, str, object]]:
+        return {(a.choice, a.verdict.value, (a.deciding.path, a.deciding.line)
+                 if a.deciding else None) for a in group.avoid}
+
+    return bool(mine.avoid) and avoided(mine) <= avoided(theirs) and \
+        set(mine.supported) <= set(theirs.supported)
+
+
+def _avoid_words(group: ArchGroup, style: _Style) -> str:
+    """``a, b (blocked); c (unsupported)``: a group's choices to avoid, by verdict."""
+    by_verdict: dict[str, list[str]] = {}
+    for avoid in group.avoid:
+        by_verdict.setdefault(avoid.verdict.value, []).append(avoid.choice)
+    return "; ".join(f"{', '.join(choices)} ({style(verdict, verdict)})"
+                     for verdict, choices in by_verdict.items())
+
+
+def _folded(answers: list[OptionAnswer], style: _Style) -> list[str]:
+    """SGLang-only options, one line each: what to avoid, by verdict."""
+    out = [("SGLang-only options (no kernel on their paths), what to avoid; why: guardscan "
+            "explain:")]
+    calm: list[str] = []
+    for answer in answers:
+        group = answer.groups[0]
+        if not group.avoid:
+            calm.append(answer.option)
+            continue
+        out.extend(wrap(f"{style(answer.option, 'option')}  avoid "
+                        f"{_avoid_words(group, style)}", "  ", "      "))
+    if calm:
+        out.extend(wrap(f"nothing to avoid: {', '.join(calm)}", "  ", "      "))
     return out
 
 
@@ -191,13 +280,49 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         else:  # the place on a line of its own: a cut path is no use
             out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
+    for caveats, but in group.shared:
+        places = ", ".join(f"{c.path}:{c.line}" for c in caveats)
+        who = f"every choice but {', '.join(but)}" if but else "every choice"
+        out.extend(wrap(f"{who}: may still raise: {places}", f"{indent}*      ", rest))
+    # choices marked for the same reason share one line
+    reasons: dict[str, list[str]] = {}
     for marker in group.markers:
         if marker.conditions:
             why = "; ".join(marker.conditions)
         else:
             places = ", ".join(f"{c.path}:{c.line}" for c in marker.caveats)
             why = f"may still raise: {places}"
-        out.extend(wrap(f"{marker.choice}: {why}", f"{indent}*      ", rest))
+        reasons.setdefault(why, []).append(marker.choice)
+    for why, choices in reasons.items():
+        out.extend(wrap(f"{', '.join(choices)}: {why}", f"{indent}*      ", rest))
+    return out
+
+
+def field_line(note: FieldNote, *, choice: bool = True) -> str:
+    """One field report as the text report and ``check`` say it, unwrapped:
+    ``CHOICE: crash reported on sm120 (sglang >=0.5.5, with modelopt_fp4): symptom, URL``
+    (``choice=False``: without ``CHOICE: ``, for a line under the choice's own)."""
+    args = dict(note.evidence.args)
+    versions = note.holds_for()
+    source = args.get("source", "")
+    team = f" (from {note.evidence.path})" if source and source != "bundled" else ""
+    return (f"{note.choice + ': ' if choice else ''}{note.outcome} reported on "
+            f"{', '.join(note.archs)} "
+            f"({', '.join(versions)}): {args.get('symptom', '')}, {args.get('url', '')}{team}")
+
+
+def _field_block(notes: list[FieldNote], indent: str, shown: int | None = FIELD_SHOWN
+                 ) -> list[str]:
+    """The field lines of one option, the ones past ``shown`` folded into one."""
+    label = f"{indent}field  "
+    rest = " " * (len(label) + 2)
+    listed = notes if shown is None else notes[:shown]
+    out: list[str] = []
+    for note in listed:
+        out.extend(wrap(field_line(note), label, rest))
+    more = len(notes) - len(listed)
+    if more > 0:
+        out.append(f"{label}{more} more report{'s' if more != 1 else ''} (--verbose)")
     return out
 
 
@@ -252,10 +377,13 @@ def _table(result: ScanResult, style: _Style) -> list[str]:
         rows[key][backend.arch] = backend
     archs = sorted_archs(result)
     width = max([len(Verdict.UNSUPPORTED.value) + 2, *(len(a) + 1 for a in archs)])
+    field = field_notes(result)
     out: list[str] = []
     current_option = None
     for option, choice in order:
         if option != current_option:
+            if current_option is not None:
+                out.extend(_field_block(field.get(current_option, []), "  ", None))
             current_option = option
             choices = [c for o, c in order if o == option]
             first = max(24, *(len(c) + 3 for c in choices))
@@ -274,4 +402,6 @@ def _table(result: ScanResult, style: _Style) -> list[str]:
             if verdict.platform:
                 marks = f"  ({verdict.platform} only, per its docs)"
         out.append((f"  {choice}".ljust(first) + "".join(cells)).rstrip() + marks)
+    if current_option is not None:
+        out.extend(_field_block(field.get(current_option, []), "  ", None))
     return out
