@@ -406,20 +406,19 @@ def _use_path(facts: FactsView, scope: str, line: int) -> tuple[int, ...] | None
     """The branch path of the statement at ``line`` of ``scope`` (None: no
     statement fact there). For a branch's own test, the path it stands on:
     that of a statement inside it, up to the test."""
-    for group in (facts.assigns, facts.calls, facts.returns, facts.raises, facts.asserts):
-        for fact in group:
-            if fact.line == line and fact.scope == scope:
+    kinds = ("assigns", "calls", "returns", "raises", "asserts")
+    for kind in kinds:  # (the scope's own facts only: a change elsewhere reads nothing here)
+        for fact in facts.in_scope(kind, scope):
+            if fact.line == line:
                 path: tuple[int, ...] = fact.path
                 return path
-    for number, cond in enumerate(facts.conds, start=1):
-        if cond.line != line:
-            continue
-        for group in (facts.assigns, facts.calls, facts.returns, facts.raises):
-            for fact in group:
-                for at, signed in enumerate(fact.path):
-                    if abs(signed) == number:
-                        prefix: tuple[int, ...] = fact.path[:at]
-                        return prefix
+    # (each test asked by number: the whole list of tests would read the whole file)
+    for kind in kinds[:4]:
+        for fact in facts.in_scope(kind, scope):
+            for at, signed in enumerate(fact.path):
+                if facts.cond(signed).line == line:
+                    prefix: tuple[int, ...] = fact.path[:at]
+                    return prefix
     return None
 
 
