@@ -150,7 +150,8 @@ SCRIPT = r"""
     add(target, line);
     if (c.p) { add(target, el("p", null, "documented for another platform: " + c.p)); }
     if (c.k && c.k.length) {
-      var conds = add(target, el("ul", "conditions"));
+      var conds = el("ul", "conditions");
+      add(target, conds);
       c.k.forEach(function (text) { add(conds, el("li", null, text)); });
     }
     var chain = data.chains[c.e] || [];
@@ -160,12 +161,14 @@ SCRIPT = r"""
       (ev.kind === "field" ? reports : hops).push(ev);
     });
     add(target, el("h4", null, "Evidence chain (" + hops.length + " lines)"));
-    var list = add(target, el("ol", "chain"));
+    var list = el("ol", "chain");
+    add(target, list);
     if (!hops.length) { add(list, el("li", null, "no architecture evidence on its path")); }
     hops.forEach(function (ev) { add(list, hop(ev)); });
     if (reports.length) {
       add(target, el("h4", null, "Field reports (beside the verdict, never deciding it)"));
-      var fl = add(target, el("ul", "field"));
+      var fl = el("ul", "field");
+      add(target, fl);
       reports.forEach(function (ev) { add(fl, fieldReport(ev)); });
     }
     add(target, el("p", "cmd", "guardscan explain " + c.c + " --option " + c.o + " --arch " +
