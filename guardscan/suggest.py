@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["closest", "did_you_mean", "edit_distance", "max_distance"]
+__all__ = ["closest", "did_you_mean", "edit_distance", "max_distance", "option_hint",
+           "split_flags"]
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -63,3 +64,28 @@ def did_you_mean(suggestions: Iterable[str]) -> str:
     if len(names) == 1:
         return f"did you mean {names[0]}?"
     return f"did you mean {', '.join(names[:-1])} or {names[-1]}?"
+
+
+def option_hint(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """What to say after "not a backend option": ``did you mean X?`` for each
+    flag close to a known one, else every known flag."""
+    flags = sorted(set(known))
+    hints = [closest(flag, flags, limit=2) for flag in unknown]
+    found = [name for hint in hints for name in hint]
+    if found:
+        return did_you_mean(dict.fromkeys(found))
+    return f"known: {', '.join(flags)}"
+
+
+def split_flags(values: Iterable[str] | None) -> list[str] | None:
+    """Repeatable, comma-separated ``--option`` values as flags
+    (``--option moe-runner-backend,--fp4-gemm-backend``); None for none."""
+    if values is None:
+        return None
+    out = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part:
+                out.append(part if part.startswith("--") else f"--{part}")
+    return list(dict.fromkeys(out)) or None

@@ -16,6 +16,7 @@ from typing import IO
 
 from guardscan.arch import ArchError, local_archs, parse_arch_list, standard_archs
 from guardscan.results import BackendVerdict, ExitCode
+from guardscan.suggest import split_flags
 
 __all__ = [
     "TARGET_HELP",
@@ -138,7 +139,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         target=args.target,
         archs=archs,
         quantization=args.quantization,
-        options=getattr(args, "option_list", None),
+        options=split_flags(getattr(args, "option_list", None)),
         kernels=not args.no_kernels,
         flashinfer=args.flashinfer,
         cache_dir=args.cache_dir,
