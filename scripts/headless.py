@@ -21,7 +21,10 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["BROWSERS", "Browser", "BrowserError", "find_browser"]
 
@@ -138,7 +141,7 @@ class Browser:
         self.socket: _Socket | None = None
         self.counter = 0
 
-    def __enter__(self) -> Browser:
+    def __enter__(self) -> Self:
         self.process = subprocess.Popen(
             [self.program, *FLAGS, f"--user-data-dir={self.profile}",
              "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",

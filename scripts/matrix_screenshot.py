@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headless import Browser, BrowserError  # noqa: E402
+from headless import Browser, BrowserError
 
 _FIRST_TO_AVOID = """(() => {
   const view = document.querySelector('.view.active');

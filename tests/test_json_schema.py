@@ -80,8 +80,8 @@ def test_the_checker_catches_breaks(tmp_path: Path) -> None:
     broken["backends"][2]["new_key"] = 1
     assert errors(broken, schema()) == [
         "$.archs[0]: 'hopper' does not match ^sm[0-9]+$",
-        "$.backends[0].verdict: 'fine' is not one of "
-        "['blocked', 'unsupported', 'supported', 'unknown']",
+        ("$.backends[0].verdict: 'fine' is not one of "
+         "['blocked', 'unsupported', 'supported', 'unknown']"),
         "$.backends[1]: missing 'evidence'",
     ]
     assert errors(broken, schema(), strict=True)[-1] == (

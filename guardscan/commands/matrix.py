@@ -14,7 +14,9 @@ each target left out); 3 internal error.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from guardscan.commands.common import (
@@ -77,6 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fitted(say: Callable[[str], None]) -> Callable[[str], None]:
+    """``say`` with each message cut to fit one terminal line (a wrapped
+    line could not be rewritten in place)."""
+    room = max(40, shutil.get_terminal_size((100, 24)).columns - len("guardscan: matrix: ...") - 1)
+
+    def fitted(message: str) -> None:
+        say("matrix: " + (message if len(message) <= room else message[:room - 1] + "~"))
+
+    return fitted
+
+
 def _format(args: argparse.Namespace) -> str:
     if args.format:
         return str(args.format)
@@ -87,7 +100,7 @@ def _format(args: argparse.Namespace) -> str:
 
 def run(argv: list[str]) -> int:
     from guardscan.acquire import AcquireError
-    from guardscan.matrix import build_matrix, release_specs, render_matrix, scan_targets
+    from guardscan.matrix import build_matrix, release_specs, scan_targets
 
     args = build_parser().parse_intermixed_args(argv)
     if args.jobs is not None and args.jobs < 1:
@@ -108,7 +121,7 @@ def run(argv: list[str]) -> int:
                                     offline=args.offline)
         targets += [t for t in args.targets if t not in targets]
         scanned = scan_targets(targets, base, jobs=args.jobs,
-                               progress=(lambda m: say(f"matrix: {m}")) if say else None)
+                               progress=_fitted(say) if say else None)
     except AcquireError as exc:
         raise UsageError(str(exc)) from None
     finally:

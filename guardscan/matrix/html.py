@@ -123,8 +123,8 @@ def _release_table(matrix: Matrix, page: _Page, number: int) -> list[str]:
     rows = [row for row in matrix.rows if matrix.offers(number, row)]
     kernels = ", ".join(f"{k.package} {k.version or '?'}" for k in release.result.kernels)
     out = [f'<section class="view" id="view-r{number}">',
-           f"<h2>{escape(release.label)} <small>"
-           f"{escape('with ' + kernels if kernels else 'SGLang-only')}</small></h2>"]
+           (f"<h2>{escape(release.label)} <small>"
+            f"{escape('with ' + kernels if kernels else 'SGLang-only')}</small></h2>")]
     notes = [note.text for note in release.result.notes]
     if notes:
         out.append('<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes)
@@ -172,9 +172,9 @@ def _history(matrix: Matrix, page: _Page) -> list[str]:
     for number, change in enumerate(matrix.changes):
         change_at[(change.after, change.cell.option, change.cell.choice, change.cell.arch)] = number
     out = ['<section class="view" id="view-history">',
-           "<h2>History <small>each choice across the releases, one chip per architecture "
-           f"({escape(' '.join(matrix.archs))}); &#9650; where the verdict changed from the "
-           "release before</small></h2>",
+           ("<h2>History <small>each choice across the releases, one chip per architecture "
+            f"({escape(' '.join(matrix.archs))}); &#9650; where the verdict changed from the "
+            "release before</small></h2>"),
            '<table class="grid history"><thead><tr><th>option</th><th>choice</th>'
            + "".join(f"<th>{escape(r.label)}</th>" for r in matrix.releases)
            + "</tr></thead><tbody>"]
@@ -234,9 +234,9 @@ def render_html(matrix: Matrix, stream: IO[str], options: dict[str, Any]) -> Non
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>guardscan matrix: {escape(head)}</title>",
            f"<style>{CSS}</style></head><body>",
-           f"<header><h1>guardscan support matrix</h1><p>{escape(head + quant)}: what the "
-           "source of each release says per backend choice and GPU architecture. Open a cell "
-           f"for its evidence chain.</p><p>guardscan {escape(version)}</p></header>",
+           (f"<header><h1>guardscan support matrix</h1><p>{escape(head + quant)}: what the "
+            "source of each release says per backend choice and GPU architecture. Open a cell "
+            f"for its evidence chain.</p><p>guardscan {escape(version)}</p></header>"),
            "<nav>" + "".join(f'<button type="button" data-view="r{n}">{escape(label)}</button>'
                              for n, label in enumerate(labels))
            + ('<button type="button" data-view="history">History</button>'

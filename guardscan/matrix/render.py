@@ -84,10 +84,10 @@ def render_markdown(matrix: Matrix, stream: IO[str], options: dict[str, Any]) ->
            ""]
     if matrix.quantization:
         out += [f"Judged with `--quantization {matrix.quantization}`.", ""]
-    out += ["**blocked**: SGLang rejects it on that arch; **unsupported**: a kernel on its "
-            "path does not run there; **supported**: evidence it runs, nothing blocks; "
-            "**unknown**: no evidence either way (safe to try). `*`: under a condition or a "
-            "caveat.", ""]
+    out += [("**blocked**: SGLang rejects it on that arch; **unsupported**: a kernel on its "
+             "path does not run there; **supported**: evidence it runs, nothing blocks; "
+             "**unknown**: no evidence either way (safe to try). `*`: under a condition or a "
+             "caveat."), ""]
     for target, error in matrix.failed:
         out += [f"- not scanned: `{_md(target)}`: {_md(error)}"]
     if matrix.failed:
