@@ -69,7 +69,7 @@ def test_page_opens_and_renders_the_newest_table(browser: Any, page: Path) -> No
         "guardscan matrix: sglang 0.1.0 and sglang 0.2.0 on sm90 sm120")
     headers = browser.evaluate(
         "[...document.querySelectorAll('.view.active table thead th')].map(t => t.textContent)")
-    assert headers == ["option", "choice", "sm90", "sm120"]
+    assert headers == ["option / choice", "sm90", "sm120"]
     # the newest release is shown first; the other release's table is hidden
     assert browser.evaluate("document.querySelector('.view.active').id") == "view-r1"
     assert browser.evaluate("document.getElementById('view-r0').offsetParent") is None

@@ -129,12 +129,12 @@ def _release_table(matrix: Matrix, page: _Page, number: int) -> list[str]:
     if notes:
         out.append('<ul class="notes">' + "".join(f"<li>{escape(n)}</li>" for n in notes)
                    + "</ul>")
-    out.append('<table class="grid"><thead><tr><th>option</th><th>choice</th>'
+    out.append('<table class="grid"><thead><tr><th>option / choice</th>'
                + "".join(f"<th>{escape(a)}</th>" for a in matrix.archs) + "</tr></thead><tbody>")
     for option, group in _groups(rows):
-        for position, row in enumerate(group):
-            out.append(_tr_open(row) + (f'<th class="opt" rowspan="{len(group)}">'
-                                        f"{escape(option)}</th>" if position == 0 else "")
+        out.append(_option_row(option, group, len(matrix.archs)))
+        for row in group:
+            out.append(_tr_open(row)
                        + f'<td class="choice"{_platform_attr(row)}>{escape(row.choice)}</td>')
             for arch in matrix.archs:
                 verdict = matrix.cell(number, row.option, row.choice, arch)
@@ -159,6 +159,13 @@ def _groups(rows: list[Row]) -> list[tuple[str, list[Row]]]:
     return list(groups.items())
 
 
+def _option_row(option: str, group: list[Row], columns: int) -> str:
+    """The header row of an option's choices (hidden with them when every
+    choice is for another platform)."""
+    hidden = ' class="other-platform"' if all(row.platform for row in group) else ""
+    return (f'<tr{hidden}><th class="opt" colspan="{columns + 1}">{escape(option)}</th></tr>')
+
+
 def _tr_open(row: Row) -> str:
     return '<tr class="other-platform">' if row.platform else "<tr>"
 
@@ -175,13 +182,13 @@ def _history(matrix: Matrix, page: _Page) -> list[str]:
            ("<h2>History <small>each choice across the releases, one chip per architecture "
             f"({escape(' '.join(matrix.archs))}); &#9650; where the verdict changed from the "
             "release before</small></h2>"),
-           '<table class="grid history"><thead><tr><th>option</th><th>choice</th>'
+           '<table class="grid history"><thead><tr><th>option / choice</th>'
            + "".join(f"<th>{escape(r.label)}</th>" for r in matrix.releases)
            + "</tr></thead><tbody>"]
     for option, group in _groups(matrix.rows):
-        for position, row in enumerate(group):
-            out.append(_tr_open(row) + (f'<th class="opt" rowspan="{len(group)}">'
-                                        f"{escape(option)}</th>" if position == 0 else "")
+        out.append(_option_row(option, group, len(matrix.releases)))
+        for row in group:
+            out.append(_tr_open(row)
                        + f'<td class="choice"{_platform_attr(row)}>{escape(row.choice)}</td>')
             for number in range(len(matrix.releases)):
                 chips = []

@@ -38,9 +38,9 @@ h2 small { font-weight: normal; color: var(--muted); }
 table.grid { border-collapse: collapse; font-size: .85rem; }
 table.grid th, table.grid td { border: 1px solid var(--line); padding: .15rem .45rem; }
 table.grid thead th { background: #f3f3f3; position: sticky; top: 0; }
-table.grid th.opt { text-align: left; vertical-align: top; font-family: ui-monospace, monospace;
-  background: #fafafa; }
-table.grid td.choice { font-family: ui-monospace, monospace; }
+table.grid th.opt { text-align: left; font-family: ui-monospace, monospace; background: #eef1f5;
+  padding-top: .35rem; }
+table.grid td.choice { font-family: ui-monospace, monospace; padding-left: 1.2rem; }
 td.cell { text-align: center; cursor: pointer; min-width: 6.5rem; }
 td.cell:focus, td.cell.open { outline: 2px solid var(--ink); outline-offset: -2px; }
 .v-blocked { background: var(--blocked); color: #fff; }
@@ -58,7 +58,7 @@ td.hist { white-space: nowrap; }
 ol.changes { font-size: .85rem; }
 ol.changes li { cursor: pointer; margin: .15rem 0; }
 ol.changes li:hover { text-decoration: underline; }
-#detail { position: fixed; top: 0; right: 0; width: min(46rem, 55vw); height: 100vh;
+#detail { position: fixed; top: 0; right: 0; width: min(44rem, 50vw); height: 100vh;
   overflow: auto; background: #fff; border-left: 2px solid var(--ink); padding: .8rem 1.1rem;
   box-shadow: -4px 0 12px rgba(0,0,0,.15); box-sizing: border-box; }
 #detail[hidden] { display: none; }
