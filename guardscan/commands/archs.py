@@ -106,6 +106,7 @@ def run(argv: list[str]) -> int:
         sys.stdout.write("\n")
     else:
         width = max(len(s) for s, _, _ in resolved)
+        names = max(len(a) for _, a, _ in resolved)
         for spelling, name, family in resolved:
-            sys.stdout.write(f"{spelling.ljust(width)}  {name}  {family}\n")
+            sys.stdout.write(f"{spelling.ljust(width)}  {name.ljust(names)}  {family}\n")
     return ExitCode.OK

@@ -101,7 +101,7 @@ def page_data(matrix: Matrix) -> tuple[dict[str, Any], _Page]:
                 "direction": c.direction} for c in matrix.changes]
     data = {
         "releases": [{"label": r.label, "target": r.target,
-                      "kernels": ", ".join(f"{k.package} {k.version or '?'}"
+                      "kernels": ", ".join(f"{k.package} {k.version or '(version unknown)'}"
                                            for k in r.result.kernels)}
                      for r in matrix.releases],
         "archs": matrix.archs,
@@ -121,7 +121,8 @@ def _marked(verdict: BackendVerdict) -> bool:
 def _release_table(matrix: Matrix, page: _Page, number: int) -> list[str]:
     release = matrix.releases[number]
     rows = [row for row in matrix.rows if matrix.offers(number, row)]
-    kernels = ", ".join(f"{k.package} {k.version or '?'}" for k in release.result.kernels)
+    kernels = ", ".join(f"{k.package} {k.version or '(version unknown)'}"
+                        for k in release.result.kernels)
     out = [f'<section class="view" id="view-r{number}">',
            (f"<h2>{escape(release.label)} <small>"
             f"{escape('with ' + kernels if kernels else 'SGLang-only')}</small></h2>")]

@@ -93,7 +93,8 @@ def render_markdown(matrix: Matrix, stream: IO[str], options: dict[str, Any]) ->
     if matrix.failed:
         out.append("")
     for number, release in enumerate(matrix.releases):
-        kernels = ", ".join(f"{k.package} {k.version or '?'}" for k in release.result.kernels)
+        kernels = ", ".join(f"{k.package} {k.version or '(version unknown)'}"
+                        for k in release.result.kernels)
         out += [f"## {release.label}" + (f" (with {kernels})" if kernels else ""), "",
                 "| option | choice | " + " | ".join(matrix.archs) + " |",
                 "|---|---|" + "---|" * len(matrix.archs)]
