@@ -101,6 +101,7 @@ def scan_targets(targets: list[str], base: ScanOptions, *, jobs: int | None = No
                 opts = replace(opts, progress=partial(_stage, say, prefix, start))
             say(f"{prefix} ({_elapsed(start)})")
             out.append(_scan_one(opts))
+        say(f"{len(work)} of {len(work)} done ({_elapsed(start)})")
         return out
     return _on_pool(work, jobs, say, start, progress is not None)
 
