@@ -151,15 +151,15 @@ def test_format_from_the_extension(capsys: pytest.CaptureFixture[str], tmp_path:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    ([], "guardscan: error: nothing to scan: give targets (sglang==0.5.20 sglang==0.5.23, a "
-         "checkout) or --releases RANGE\n"),
+    ([], ("guardscan: error: nothing to scan: give targets (sglang==0.5.20 sglang==0.5.23, a "
+          "checkout) or --releases RANGE\n")),
     (["--releases", "banana", "--offline"],
-     "guardscan: error: --releases 'banana' is not a version range (e.g. '>=0.5.19' or "
-     "'>=0.5.9,<0.5.20')\n"),
+     ("guardscan: error: --releases 'banana' is not a version range (e.g. '>=0.5.19' or "
+      "'>=0.5.9,<0.5.20')\n")),
     ([str(NEW), "--jobs", "0"], "guardscan: error: --jobs 0: give 1 or more\n"),
     ([str(NEW), "--arch", "sm75"],
-     "guardscan: error: not a known architecture 'sm75': sm75 (Turing) is older than any "
-     "architecture guardscan judges (sm80 and newer; guardscan archs lists them)\n"),
+     ("guardscan: error: not a known architecture 'sm75': sm75 (Turing) is older than any "
+      "architecture guardscan judges (sm80 and newer; guardscan archs lists them)\n")),
 ])
 def test_usage_errors(argv: list[str], message: str,
                       capsys: pytest.CaptureFixture[str]) -> None:

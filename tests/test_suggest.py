@@ -54,9 +54,9 @@ def test_a_misspelt_subcommand(word: str, near: str, capsys: pytest.CaptureFixtu
                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert main([word, "x"]) == 2
-    assert capsys.readouterr() == ("", f"guardscan: error: unknown command {word!r}: did you "
-                                       f"mean {near}? (a target is a checkout, a wheel or a "
-                                       "spec such as sglang==0.5.9)\n")
+    expected = (f"guardscan: error: unknown command {word!r}: did you mean {near}? (a target "
+                "is a checkout, a wheel or a spec such as sglang==0.5.9)\n")
+    assert capsys.readouterr() == ("", expected)
 
 
 def test_a_path_close_to_a_subcommand_is_a_target(capsys: pytest.CaptureFixture[str],
