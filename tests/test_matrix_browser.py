@@ -132,3 +132,31 @@ def test_a_fragment_opens_a_cell(browser: Any, page: Path) -> None:
         "--moe-runner-backend x")
     assert browser.evaluate(
         "document.querySelector('td.open').id") == "cell:sglang_0.1.0:--moe-runner-backend:x:sm120"
+
+
+@pytest.mark.real
+@pytest.mark.releases
+def test_the_release_range_page(browser: Any, tmp_path: Path) -> None:
+    """The page of issue 23: sglang >=0.5.19 on sm90, sm100 and sm120 (each
+    release scanned once into the test cache, then read from it)."""
+    import realtrees
+
+    out = tmp_path / "m.html"
+    code = main(["matrix", "--releases", ">=0.5.19,<0.5.24", "--arch", "sm90,sm100,sm120",
+                 "--cache-dir", str(realtrees.shared_cache_dir()), "-o", str(out), "-q"])
+    assert code == 0
+    browser.open(out)
+    labels = browser.evaluate(
+        "[...document.querySelectorAll('nav button')].map(b => b.textContent)")
+    assert labels == ["sglang 0.5.19", "sglang 0.5.20", "sglang 0.5.21", "sglang 0.5.22",
+                      "sglang 0.5.23", "History"]
+    headers = browser.evaluate(
+        "[...document.querySelectorAll('.view.active table thead th')].map(t => t.textContent)")
+    assert headers == ["option / choice", "sm90", "sm100", "sm120"]
+    browser.evaluate("document.getElementById("
+                     "'cell:sglang_0.5.23:--fp4-gemm-backend:flashinfer_trtllm:sm120').click()")
+    assert browser.evaluate("document.querySelector('#detail .verdict').textContent") == (
+        "unsupported")
+    browser.evaluate("document.querySelector('nav button[data-view=history]').click()")
+    assert browser.evaluate("document.querySelectorAll('#view-history .chip.changed').length") \
+        == browser.evaluate("document.querySelectorAll('ol.changes li').length") > 0
