@@ -50,7 +50,8 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
     parser.add_argument(
         "--arch", action="append", metavar="ARCH",
         help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
-             "'RTX PRO 6000', GB10), or 'all'; repeatable and comma-separated "
+             "'RTX PRO 6000', GB10, or as nvidia-smi prints it), or 'all' (guardscan archs "
+             "lists them); repeatable and comma-separated "
              "(default: the local GPU when nvidia-smi shows one, else all = sm80 sm86 sm89 "
              "sm90 sm100 sm103 sm110 sm120 sm121)")
     parser.add_argument(
