@@ -16,7 +16,6 @@ without ``--arch``; no GPU, no driver or no ``nvidia-smi`` means no answer.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import subprocess
@@ -31,9 +30,11 @@ __all__ = [
     "ArchError",
     "ArchInfo",
     "NoArchError",
+    "OlderArch",
     "known_archs",
     "local_answer",
     "local_archs",
+    "older_archs",
     "parse_arch",
     "parse_arch_list",
     "standard_archs",
@@ -141,15 +142,79 @@ def _by_name() -> dict[str, Arch]:
             for name in (*info.gpus, *info.aliases)}
 
 
+@dataclass(frozen=True, slots=True)
+class OlderArch:
+    """An architecture older than any guardscan judges (``older`` in the data
+    file): named only to say so."""
+
+    name: str
+    capability: tuple[int, int]
+    family: str
+    gpus: tuple[str, ...]
+
+
+@lru_cache(maxsize=1)
+def older_archs() -> tuple[OlderArch, ...]:
+    """The architectures of the data file's ``older`` table, in capability order."""
+    out = []
+    for name, entry in _data().get("older", {}).items():
+        if name.startswith("_"):
+            continue
+        major, minor = (int(part) for part in entry["capability"].split("."))
+        out.append(OlderArch(name, (major, minor), entry.get("family", ""),
+                             tuple(entry.get("gpus", ()))))
+    return tuple(sorted(out, key=lambda older: older.capability))
+
+
 _NUMERIC = re.compile(
     r"^(?:sm_?|compute_?)?(?P<digits>\d{2,3})(?P<suffix>[af])?$", re.IGNORECASE
 )
 _DOTTED = re.compile(r"^(?P<major>\d{1,2})\.(?P<minor>\d)$")
 
+#: what ``nvidia-smi`` (or a vendor's page) puts around a GPU's name: the
+#: brand before it, and after it memory, form factor and edition words, none
+#: of which changes the architecture (``NVIDIA H100 80GB HBM3``, ``NVIDIA
+#: A100-SXM4-80GB``, ``NVIDIA RTX PRO 6000 Blackwell Server Edition``)
+_BRANDS = ("NVIDIA", "GEFORCE", "TESLA")
+_DESCRIPTOR = re.compile(
+    r"^(?:\d+GB|\d+G|SXM\d*|PCIE|NVL|NVL\d+|HBM\d*E?|SERVER|WORKSTATION|EDITION|MAX|Q|"
+    r"GENERATION|LAPTOP|GPU|MOBILE|TI|SUPER|D|AC|MIG|OEM)$")
+
 
 def _normalise_name(text: str) -> str:
-    text = re.sub(r"[\s_\-/]+", " ", text.strip().upper())
-    return re.sub(r"^NVIDIA ", "", text)
+    text = re.sub(r"[\s_\-/]+", " ", text.strip().upper()).strip()
+    words = text.split(" ")
+    while words and words[0] in _BRANDS:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _by_reported_name(text: str) -> Arch | None:
+    """A GPU name as ``nvidia-smi`` prints it: a known name (or alias)
+    followed only by descriptor words; the longest known name wins
+    (``RTX PRO 6000 Blackwell ...`` before ``RTX PRO 6000``)."""
+    words = _normalise_name(text).split(" ")
+    for length in range(len(words) - 1, 0, -1):
+        arch = _by_name().get(" ".join(words[:length]))
+        if arch is not None and all(_DESCRIPTOR.match(w) for w in words[length:]):
+            return arch
+    return None
+
+
+def _older(text: str) -> OlderArch | None:
+    """The older architecture a spelling names (``sm75``, ``7.5``, ``T4``,
+    ``NVIDIA Tesla T4``), if any."""
+    capability = _capability(text.strip())
+    key = _normalise_name(text)
+    for older in older_archs():
+        if capability == older.capability:
+            return older
+        for gpu in older.gpus:
+            name = _normalise_name(gpu)
+            if key == name or (key.startswith(name + " ") and all(
+                    _DESCRIPTOR.match(w) for w in key[len(name) + 1:].split(" "))):
+                return older
+    return None
 
 
 def _capability(raw: str) -> tuple[int, int] | None:
@@ -166,45 +231,76 @@ def _capability(raw: str) -> tuple[int, int] | None:
 
 def parse_arch(text: str) -> Arch:
     """Parse one architecture spelling into a known architecture; raise
-    ArchError, with the closest known spellings, for anything else."""
+    ArchError, with the closest known spellings, for anything else.
+
+    GPU names are taken as ``nvidia-smi`` prints them too (``NVIDIA H100 80GB
+    HBM3``, ``NVIDIA GeForce RTX 5090``); an architecture older than any
+    guardscan judges (``sm75``, ``T4``) is said to be so, with no suggestion."""
     raw = text.strip()
     if not raw:
         raise ArchError("empty architecture")
     capability = _capability(raw)
     if capability is not None and capability in _by_capability():
         return _by_capability()[capability].arch
-    arch = _by_name().get(_normalise_name(raw))
+    arch = _by_name().get(_normalise_name(raw)) or _by_reported_name(raw)
     if arch is not None:
         return arch
+    older = _older(raw)
+    oldest = known_archs()[0].arch.name
+    if older is not None:
+        what = "not a known architecture" if capability is not None else "unknown architecture"
+        raise ArchError(f"{what} {text!r}: {older.name} ({older.family}) is older than any "
+                        f"architecture guardscan judges ({oldest} and newer; "
+                        "guardscan archs lists them)")
+    from guardscan.suggest import did_you_mean
+
     suggestions = suggest(raw)
-    hint = (f"did you mean {' or '.join(suggestions)}?" if suggestions else
+    hint = (did_you_mean(suggestions) if suggestions else
             "known: " + " ".join(info.arch.name for info in known_archs()))
     what = "not a known architecture" if capability is not None else "unknown architecture"
     raise ArchError(f"{what} {text!r}: {hint} (also GPU names such as H100 or "
-                    "'RTX PRO 6000', or 'all')", suggestions)
+                    "'RTX PRO 6000', or 'all'; guardscan archs lists them)", suggestions)
 
 
 def suggest(text: str, limit: int = 3) -> tuple[str, ...]:
-    """Known spellings close to ``text``: architecture names it is the start of
-    (``sm12`` -> sm120, sm121), then the nearest names and GPU names."""
+    """Known spellings a mistyped one may have meant, best first.
+
+    A number is read as a number, never by edit distance (``sm75`` is one
+    substitution from ``sm85`` and two from ``sm87``, and means neither): the
+    architectures it is the start of (``sm12`` -> sm120, sm121), the one it
+    starts with (``sm1200`` -> sm120), or those of its major version nearest
+    its minor (``sm102`` -> sm101, sm103, sm100); nothing for a major guardscan
+    does not know. A name is matched by edit distance to the GPU names and
+    aliases (``RTX 509`` -> RTX 5090, ``H1000`` -> H100)."""
+    from guardscan.suggest import closest
+
     raw = text.strip()
     digits = re.sub(r"^(?:sm_?|compute_?)", "", raw, flags=re.IGNORECASE)
+    digits = re.sub(r"[af]$", "", digits, flags=re.IGNORECASE)
     names = [info.arch.name for info in known_archs()]
-    found: list[str] = []
-    if digits.isdigit():
-        found = [name for name in names if name[2:].startswith(digits) and name[2:] != digits]
-    if not found:
-        spelled = {_normalise_name(n): n for info in known_archs()
-                   for n in (*info.gpus, *info.aliases)}
-        key = raw.lower() if digits.isdigit() or raw.lower().startswith("sm") else None
-        if key is not None:
-            canonical = key if key.startswith("sm") else f"sm{digits}"
-            found = difflib.get_close_matches(canonical.replace("_", ""), names, n=limit,
-                                              cutoff=0.75)
+    dotted = _DOTTED.match(raw)
+    if digits.isdigit() or dotted:
+        if dotted:
+            major, minor = int(dotted.group("major")), int(dotted.group("minor"))
         else:
-            found = [spelled[m] for m in difflib.get_close_matches(
-                _normalise_name(raw), list(spelled), n=limit, cutoff=0.6)]
-    return tuple(found[:limit])
+            found = [name for name in names if name[2:].startswith(digits) and name[2:] != digits]
+            if not found and len(digits) > 3:
+                found = [name for name in names if digits.startswith(name[2:])][-1:]
+            if found or len(digits) < 2:
+                return tuple(found[:limit])
+            major, minor = int(digits[:-1]), int(digits[-1])
+        same = [info.arch for info in known_archs() if info.arch.major == major]
+        same.sort(key=lambda a: (abs(a.minor - minor), a.minor))
+        return tuple(a.name for a in same[:limit])
+    spelled = {_normalise_name(n): n for info in known_archs()
+               for n in (*info.gpus, *info.aliases)}
+    key = _normalise_name(raw)
+    # every word given, in a longer name (``RTX 6000`` -> RTX 6000 Ada, RTX PRO 6000)
+    words = set(key.split(" "))
+    within = [name for name in spelled if len(words) > 1 and words < set(name.split(" "))]
+    if within:
+        return tuple(spelled[name] for name in sorted(within, key=len)[:limit])
+    return tuple(spelled[m] for m in closest(key, list(spelled), limit))
 
 
 #: A capability no GPU has: a condition that holds there names no arch (a
@@ -259,7 +355,8 @@ def local_archs(timeout: float = 10.0) -> tuple[list[Arch], str]:
     except (OSError, subprocess.SubprocessError):
         return [], "no nvidia-smi"
     if done.returncode != 0:
-        return [], "nvidia-smi found no GPU"
+        # a driver older than the compute_cap field (before 510) still names its GPUs
+        return _local_archs_by_name(timeout)
     found: set[Arch] = set()
     unknown: list[str] = []
     for line in done.stdout.splitlines():
@@ -271,6 +368,29 @@ def local_archs(timeout: float = 10.0) -> tuple[list[Arch], str]:
             found.add(_by_capability()[capability].arch)
         else:
             unknown.append(line)
+    return local_answer(found, unknown, "nvidia-smi", "nvidia-smi found no GPU")
+
+
+def _local_archs_by_name(timeout: float) -> tuple[list[Arch], str]:
+    """The local GPUs from the names ``nvidia-smi`` prints (``NVIDIA H100 80GB
+    HBM3``), for a driver that cannot report ``compute_cap``."""
+    try:
+        done = subprocess.run([NVIDIA_SMI, "--query-gpu=name", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return [], "nvidia-smi found no GPU"
+    if done.returncode != 0:
+        return [], "nvidia-smi found no GPU"
+    found: set[Arch] = set()
+    unknown: list[str] = []
+    for line in done.stdout.splitlines():
+        if line.strip():
+            try:
+                found.add(parse_arch(line))
+            except ArchError:
+                unknown.append(line.strip())
+    if not found and unknown:
+        return [], f"nvidia-smi reports {', '.join(unknown)}, not a known GPU"
     return local_answer(found, unknown, "nvidia-smi", "nvidia-smi found no GPU")
 
 

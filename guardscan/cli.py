@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(parser)
     parser.add_argument("--option", action="append", metavar="FLAG",
                         help="only this backend option (e.g. --moe-runner-backend); "
-                             "repeatable (default: every --*-backend option)")
+                             "repeatable and comma-separated (default: every --*-backend "
+                             "option)")
     parser.add_argument("--format", default="text",
                         choices=["text", "json", "sarif", "markdown"],
                         help="output format (default: text)")
@@ -153,11 +154,29 @@ def _one_line(message: str) -> str:
     return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def _misspelt_subcommand(word: str) -> str | None:
+    """An error line for a first word that is neither a subcommand nor a
+    target but close to a subcommand (``guardscan expalin``), else None. A
+    path or spec that exists, or looks like one, is a target."""
+    from guardscan.suggest import closest, did_you_mean
+
+    if word.startswith("-") or any(c in word for c in "/\\=<>~.@:") or Path(word).exists():
+        return None
+    near = closest(word, SUBCOMMANDS)
+    if not near:
+        return None
+    return (f"unknown command {word!r}: {did_you_mean(near)} (a target is a checkout, a "
+            "wheel or a spec such as sglang==0.5.9)")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _glue_option_values(list(sys.argv[1:] if argv is None else argv))
     try:
         if argv and argv[0] in SUBCOMMANDS:
             return int(load(argv[0]).run(argv[1:]))
+        misspelt = _misspelt_subcommand(argv[0]) if argv else None
+        if misspelt is not None:
+            raise UsageError(misspelt)
         return _run_scan(argv)
     except (AcquireError, UsageError) as exc:
         print(f"guardscan: error: {_one_line(str(exc))}", file=sys.stderr)

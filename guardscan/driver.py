@@ -167,9 +167,11 @@ def _selected_options(opts: ScanOptions, tree: SourceTree,
         wanted = {o if o.startswith("--") else f"--{o}" for o in opts.options}
         unknown = wanted - {o.flag for o in options}
         if unknown:
+            from guardscan.suggest import option_hint
+
             raise AcquireError(
                 f"{', '.join(sorted(unknown))} is not a backend option of {tree.package} "
-                f"{tree.version}; known: {', '.join(sorted(o.flag for o in options))}")
+                f"{tree.version}; {option_hint(sorted(unknown), [o.flag for o in options])}")
         options = [o for o in options if o.flag in wanted]
     if opts.quantization is not None and catalog.quantization is not None and \
             opts.quantization not in catalog.quantization.choices:

@@ -190,6 +190,16 @@ class Preflight:
     def ok(self) -> bool:
         return not self.problems
 
+    def __repr__(self) -> str:
+        """A summary (the checks and the whole scan stay reachable as fields)."""
+        problems = ", ".join(f"{p.code} {p.option}" + (f" {p.choice}" if p.choice else "")
+                             for p in self.problems[:3])
+        if len(self.problems) > 3:
+            problems += f", ... {len(self.problems) - 3} more"
+        return (f"Preflight(ok={self.ok}, archs={self.archs!r}, problems=[{problems}], "
+                f"{len(self.warnings)} warnings, {len(self.checks)} checks, "
+                f"result={self.result!r})")
+
     @property
     def archs(self) -> tuple[str, ...]:
         return tuple(self.result.archs)

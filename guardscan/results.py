@@ -251,6 +251,21 @@ class ScanResult:
     quantization: str | None = None
     notes: list[ScanNote] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        """A summary, not the data (``to_json()`` has every verdict):
+        ``ScanResult(sglang 0.5.23 with flashinfer 0.7.2, archs=['sm120'], ...)``."""
+        what = f"{self.target.package} {self.target.version or '(version unknown)'}"
+        if self.kernels:
+            what += " with " + ", ".join(f"{k.package} {k.version or '(version unknown)'}"
+                                         for k in self.kernels)
+        counts = {v.value: 0 for v in Verdict}
+        for entry in self.backends:
+            counts[entry.verdict.value] += 1
+        tally = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+        return (f"ScanResult({what}, archs={self.archs!r}, quantization={self.quantization!r}, "
+                f"{len(self.options)} options, {len(self.backends)} verdicts"
+                f"{f' ({tally})' if tally else ''}, {len(self.diagnostics)} diagnostics)")
+
     def to_json(self) -> dict[str, object]:
         return {
             "schema": JSON_SCHEMA,

@@ -300,7 +300,8 @@ _BLOCK = re.compile(r"(?P<begin><!-- begin: (?P<name>[^\n]*?) -->\n)(?P<body>.*?
 #: subcommand's page is ``docs/NAME.md``, which must exist.
 SUBCOMMAND_PAGES = {"explain": "docs/cli.md#one-evidence-chain",
                     "reports": "docs/field-reports.md",
-                    "baseline": "docs/pre-commit.md"}
+                    "baseline": "docs/pre-commit.md",
+                    "archs": "docs/cli.md#architectures-guardscan-archs"}
 
 #: Width of the ``$ command`` line shown above an output; longer ones are wrapped.
 COMMAND_COLUMNS = 92

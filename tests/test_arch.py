@@ -167,3 +167,81 @@ def test_local_archs_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(guardscan.arch, "NVIDIA_SMI", "/nonexistent/nvidia-smi")
     assert local_archs() == ([], "no nvidia-smi")
+
+
+def test_an_old_driver_names_its_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A driver older than the compute_cap field refuses that query; the names
+    it prints are read instead."""
+    import guardscan.arch
+
+    body = ('case "$1" in --query-gpu=compute_cap) echo \'Field "compute_cap" is not a valid '
+            'field to query.\'; exit 2;; *) printf \'NVIDIA H100 80GB HBM3\\nNVIDIA H100 80GB '
+            'HBM3\\n\';; esac')
+    monkeypatch.setattr(guardscan.arch, "NVIDIA_SMI", _fake_smi(tmp_path, body))
+    found, how = local_archs()
+    assert ([a.name for a in found], how) == (["sm90"], "the local GPU (nvidia-smi)")
+
+
+# -- names as nvidia-smi prints them -------------------------------------------------------------
+@pytest.mark.parametrize(("text", "name"), [
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "sm120"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "sm120"),
+    ("NVIDIA H100 80GB HBM3", "sm90"),
+    ("NVIDIA H100 PCIe", "sm90"),
+    ("NVIDIA H100 NVL", "sm90"),
+    ("NVIDIA GH200 480GB", "sm90"),
+    ("NVIDIA GeForce RTX 5090", "sm120"),
+    ("NVIDIA GeForce RTX 3090 Ti", "sm86"),
+    ("NVIDIA B200", "sm100"),
+    ("NVIDIA B300 SXM6 AC", "sm103"),
+    ("NVIDIA A100-SXM4-80GB", "sm80"),
+    ("NVIDIA A100 80GB PCIe", "sm80"),
+    ("NVIDIA A10G", "sm86"),
+    ("NVIDIA L40S", "sm89"),
+    ("NVIDIA RTX 6000 Ada Generation", "sm89"),
+    ("NVIDIA GB10", "sm121"),
+])
+def test_nvidia_smi_names(text: str, name: str) -> None:
+    assert parse_arch(text).name == name
+
+
+@pytest.mark.parametrize("text", ["NVIDIA H100 Banana", "NVIDIA RTX 50", "H10"])
+def test_a_name_with_other_words_is_not_guessed(text: str) -> None:
+    with pytest.raises(ArchError):
+        parse_arch(text)
+
+
+# -- suggestions: numbers as numbers, older architectures said so ------------------------------
+@pytest.mark.parametrize(("text", "suggestions"), [
+    ("sm12", ("sm120", "sm121")),
+    ("sm9", ("sm90",)),
+    ("sm1200", ("sm120",)),
+    ("sm102", ("sm101", "sm103", "sm100")),
+    ("sm88", ("sm87", "sm89", "sm86")),
+    ("12.5", ("sm121", "sm120")),
+    ("sm130", ()),
+    ("sm19", ()),
+    ("RTX 509", ("RTX 5090", "RTX 3090", "RTX 4090")),
+    ("RTX 6000", ("RTX 6000 Ada", "RTX PRO 6000", "RTX PRO 6000 Blackwell")),
+    ("banana", ()),
+])
+def test_suggestions(text: str, suggestions: tuple[str, ...]) -> None:
+    with pytest.raises(ArchError) as info:
+        parse_arch(text)
+    assert info.value.suggestions == suggestions
+
+
+@pytest.mark.parametrize(("text", "older"), [
+    ("sm75", "sm75 (Turing)"), ("7.5", "sm75 (Turing)"), ("sm_70", "sm70 (Volta)"),
+    ("T4", "sm75 (Turing)"), ("NVIDIA Tesla T4", "sm75 (Turing)"), ("Tesla V100", "sm70 (Volta)"),
+    ("Quadro RTX 6000", "sm75 (Turing)"), ("sm61", "sm61 (Pascal)"),
+])
+def test_older_architectures_are_said_to_be_older(text: str, older: str) -> None:
+    """``sm75`` is two edits from ``sm87`` and means nothing like it: no
+    suggestion, the reason instead."""
+    with pytest.raises(ArchError) as info:
+        parse_arch(text)
+    assert info.value.suggestions == ()
+    assert str(info.value).endswith(
+        f": {older} is older than any architecture guardscan judges (sm80 and newer; "
+        "guardscan archs lists them)")

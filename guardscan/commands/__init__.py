@@ -28,6 +28,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "fail-fast checks for choices a kernel excludes (--write)"),
     "reports": ("guardscan.commands.reports",
                 "the field reports that apply (crash, NaN, hang, works), with links"),
+    "matrix": ("guardscan.commands.matrix",
+               "verdicts of many releases x archs as one page (HTML, Markdown, JSON)"),
+    "archs": ("guardscan.commands.archs",
+              "the architectures, aliases and GPU names --arch takes"),
 }
 
 

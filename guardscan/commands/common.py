@@ -16,6 +16,7 @@ from typing import IO
 
 from guardscan.arch import ArchError, local_archs, parse_arch_list, standard_archs
 from guardscan.results import BackendVerdict, ExitCode
+from guardscan.suggest import split_flags
 
 __all__ = [
     "TARGET_HELP",
@@ -51,7 +52,8 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
     parser.add_argument(
         "--arch", action="append", metavar="ARCH",
         help="architecture(s): sm120, sm_120a, 12.0, 120, a GPU name (H100, B200, "
-             "'RTX PRO 6000', GB10), or 'all'; repeatable and comma-separated "
+             "'RTX PRO 6000', GB10, or as nvidia-smi prints it), or 'all' (guardscan archs "
+             "lists them); repeatable and comma-separated "
              "(default: the local GPU when nvidia-smi shows one, else all = sm80 sm86 sm89 "
              "sm90 sm100 sm103 sm110 sm120 sm121)")
     parser.add_argument(
@@ -167,7 +169,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         target=args.target,
         archs=archs,
         quantization=args.quantization,
-        options=getattr(args, "option_list", None),
+        options=split_flags(getattr(args, "option_list", None)),
         kernels=not args.no_kernels,
         flashinfer=args.flashinfer,
         cache_dir=args.cache_dir,

@@ -28,6 +28,7 @@ from guardscan.commands.common import (
     scan_options,
 )
 from guardscan.results import ExitCode, ScanResult
+from guardscan.suggest import option_hint, split_flags
 
 __all__ = ["FAIL_ON", "build_parser", "run"]
 
@@ -65,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
              "and comma-separated (default: the local GPU when nvidia-smi shows one, else all)")
     parser.add_argument("--option", action="append", metavar="FLAG",
                         help="only this backend option (e.g. --moe-runner-backend); repeatable "
-                             "(default: every --*-backend option of either side)")
+                             "and comma-separated (default: every --*-backend option of either "
+                             "side)")
     parser.add_argument("--quantization", metavar="METHOD",
                         help="judge both sides under this --quantization method")
     parser.add_argument("--format", default="text", choices=["text", "json"],
@@ -124,14 +126,14 @@ def run(argv: list[str]) -> int:
     args = build_parser().parse_intermixed_args(argv)
     old, arch_source = _side(args, "old", args.old, args.flashinfer_old)
     new, _ = _side(args, "new", args.new, args.flashinfer_new)
-    if args.option:
-        wanted = {o if o.startswith("--") else f"--{o}" for o in args.option}
+    flags = split_flags(args.option)
+    if flags:
         known = {o.flag for o in old.options} | {o.flag for o in new.options}
-        missing = sorted(wanted - known)
+        missing = sorted(set(flags) - known)
         if missing:
             raise UsageError(f"{', '.join(missing)} is a backend option of neither side; "
-                             f"known: {', '.join(sorted(known))}")
-    diff = compare(old, new, args.option)
+                             f"{option_hint(missing, known)}")
+    diff = compare(old, new, flags)
     if args.format == "json":
         json.dump(diff_json(diff), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -4,9 +4,12 @@ Shaped after bandit's SARIF formatter: every rule is listed once in
 ``tool.driver.rules`` and results point at it by ``ruleIndex``; files that could
 not be analysed (``file-*`` diagnostics) are ``toolExecutionNotifications`` of
 the invocation, not results, because they are about the scan, not the code.
-Artifact URIs are relative to ``PKGROOT`` (the directory holding the scanned
-package, so ``sglang/srt/...`` resolves) or ``KERNELROOT`` for the kernel
-library, so a report stays valid when the tree moves; ``originalUriBaseIds``
+Artifact URIs are relative to ``SRCROOT``, the root of the git checkout the
+scanned package was read from (``python/sglang/srt/...`` in a fork laid out
+as ``python/sglang``, so code scanning places each result in the repository),
+else to ``PKGROOT`` (the directory holding the scanned package, as for a
+wheel, so ``sglang/srt/...`` resolves), and likewise for the kernel library
+(``KERNELROOT``), so a report stays valid when the tree moves; ``originalUriBaseIds``
 describes both without a ``uri`` (those directories are local paths, which no
 report carries: the viewer supplies them). Output is deterministic: sorted, no
 timestamps, no absolute paths.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
@@ -30,7 +34,15 @@ from guardscan.evidence import FactKind, arg
 from guardscan.report import register
 from guardscan.report.answer import FieldNote, deciding_evidence, field_notes
 from guardscan.report.json_ import portable
-from guardscan.results import BackendVerdict, Diagnostic, Evidence, OptionInfo, ScanResult, Verdict
+from guardscan.results import (
+    BackendVerdict,
+    Diagnostic,
+    Evidence,
+    OptionInfo,
+    PackageRef,
+    ScanResult,
+    Verdict,
+)
 
 __all__ = ["SCHEMA", "deciding_evidence", "render_sarif", "sarif_log"]
 
@@ -38,6 +50,7 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 INFORMATION_URI = "https://github.com/guardscan/guardscan"
 TARGET_BASE = "PKGROOT"
+REPO_BASE = "SRCROOT"
 KERNEL_BASE = "KERNELROOT"
 
 #: Verdicts reported as results, with their SARIF level and rule text.
@@ -285,21 +298,71 @@ def _run_properties(result: ScanResult) -> dict[str, Any]:
 
 
 # -- locations -----------------------------------------------------------------------------
+def repository_root(package_dir: Path) -> Path | None:
+    """The root of the git checkout holding ``package_dir`` (the nearest
+    directory above it with a ``.git``), or None: a tree unpacked from a wheel
+    (a ``*.dist-info`` beside the package) is no checkout, wherever it lies."""
+    try:
+        package_dir = package_dir.resolve()
+        if any(package_dir.parent.glob("*.dist-info")):
+            return None
+        for parent in package_dir.parents:
+            if (parent / ".git").exists():
+                return parent
+    except OSError:
+        return None
+    return None
+
+
+def _prefix(ref: PackageRef) -> tuple[str, str] | None:
+    """(the path from the repository root to the directory holding the
+    package, ``python`` for a fork laid out as ``python/sglang``; the root's
+    name) for a package read from a git checkout, else None."""
+    if not ref.path or not Path(ref.path).is_absolute():
+        return None
+    package_dir = Path(ref.path)
+    root = repository_root(package_dir)
+    if root is None:
+        return None
+    try:
+        holder = package_dir.resolve().parent.relative_to(root)
+    except ValueError:
+        return None
+    return holder.as_posix().strip("."), root.name
+
+
 class _Bases:
-    """Which base directory each evidence path is relative to."""
+    """Which base directory each evidence path is relative to: for a package
+    read from a git checkout, the repository root (``SRCROOT``: code scanning
+    places ``python/sglang/srt/...`` in the repository), else the directory
+    holding the package."""
 
     def __init__(self, result: ScanResult) -> None:
         self.target_package = result.target.package
-        self.roots: dict[str, str] = {
-            TARGET_BASE: f"directory holding the scanned {result.target.package}",
-        }
+        self.prefixes: dict[str, str] = {}
+        target = _prefix(result.target)
+        self.target_base = TARGET_BASE
+        if target is not None:
+            self.target_base = REPO_BASE
+            self.prefixes[REPO_BASE] = target[0]
+            self.roots: dict[str, str] = {
+                REPO_BASE: f"root of the repository holding the scanned "
+                           f"{result.target.package} ({target[1]})"}
+        else:
+            self.roots = {TARGET_BASE: f"directory holding the scanned {result.target.package}"}
         self.kernel_bases: dict[str, str] = {}
         for number, kernel in enumerate(result.kernels, start=1):
             if kernel.package in self.kernel_bases or kernel.package == self.target_package:
                 continue
             base = KERNEL_BASE if number == 1 else f"{KERNEL_BASE}{number}"
             self.kernel_bases[kernel.package] = base
-            self.roots[base] = f"directory holding the kernel library {kernel.package}"
+            kernel_prefix = _prefix(kernel)
+            if kernel_prefix is not None:
+                self.prefixes[base] = kernel_prefix[0]
+                self.roots[base] = (f"root of the repository holding the kernel library "
+                                    f"{kernel.package} ({kernel_prefix[1]})")
+            else:
+                self.roots[base] = f"directory holding the kernel library {kernel.package}"
 
     def original_uri_base_ids(self) -> dict[str, Any]:
         # No "uri": the directories are local paths (a download cache, a
@@ -309,7 +372,10 @@ class _Bases:
 
     def artifact(self, path: str) -> dict[str, str]:
         first = path.split("/", 1)[0]
-        base = self.kernel_bases.get(first, TARGET_BASE)
+        base = self.kernel_bases.get(first, self.target_base)
+        prefix = self.prefixes.get(base, "")
+        if prefix:
+            path = f"{prefix}/{path}"
         return {"uri": quote(path, safe="/"), "uriBaseId": base}
 
     def location(self, ev: Evidence, id_: int | None = None,
