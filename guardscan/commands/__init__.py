@@ -28,6 +28,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
              "fail-fast checks for choices a kernel excludes (--write)"),
     "reports": ("guardscan.commands.reports",
                 "the field reports that apply (crash, NaN, hang, works), with links"),
+    "cache": ("guardscan.commands.cache",
+              "what the cache holds, per kind; clean all of it, a kind, or the old"),
 }
 
 
