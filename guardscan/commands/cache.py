@@ -49,6 +49,8 @@ exit codes: 0 done, 2 bad usage, 3 internal error.
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="guardscan cache",
+        usage="guardscan cache [clean] [KIND ...] [--older-than DAYS] [--dry-run] "
+              "[--format {text,json}] [--cache-dir DIR]",
         description="Show what guardscan's cache holds, per kind, or remove it (clean).",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("words", nargs="*", metavar="[clean] [KIND ...]",
@@ -77,8 +79,8 @@ def human_size(size: int) -> str:
 
 
 def _days(seconds: float) -> str:
-    days = seconds / 86400
-    return f"{days:.0f} days" if days >= 1 else f"{seconds / 3600:.0f} hours"
+    count, unit = (seconds / 86400, "day") if seconds >= 86400 else (seconds / 3600, "hour")
+    return f"{count:.0f} {unit}" + ("" if round(count) == 1 else "s")
 
 
 def _display(cache: Path) -> str:

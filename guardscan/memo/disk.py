@@ -12,8 +12,10 @@ names one) holds one folder per kind::
 
 An *entry* is what can be removed on its own: a spec folder, a tree, a facts
 file, a result with its records, a file. Its age is when it was last written
-or used: the newest of its mtime and atime (trees and spec folders have their
-mtime set when a scan uses them, ``acquire.model.mark_used``).
+or used: for a file the newest of its mtime and atime (reading it moves the
+atime, at most once a day on most mounts; ``stat`` does not); for a tree or
+spec folder its mtime, which a scan sets when it uses one
+(``acquire.model.mark_used``), since listing a folder moves its atime.
 
 Every entry can be rebuilt, so removing one never changes a report, only
 what the next scan costs: a tree is extracted again from its wheel, with the
@@ -94,8 +96,10 @@ def limit(env: dict[str, str] | None = None) -> int:
     return parse_size(text) if text.strip() else DEFAULT_LIMIT
 
 
-def _age(st: os.stat_result) -> float:
-    return max(st.st_mtime, st.st_atime)
+def _age(st: os.stat_result, folder: bool = False) -> float:
+    """When an entry was last written or used. A folder's atime moves whenever
+    it is listed (``guardscan cache`` lists them), so only its mtime counts."""
+    return st.st_mtime if folder else max(st.st_mtime, st.st_atime)
 
 
 def _tree_size(path: Path) -> int:
@@ -103,7 +107,7 @@ def _tree_size(path: Path) -> int:
     for folder, _dirs, files in os.walk(path):
         for name in files:
             try:
-                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                total += os.lstat(os.path.join(folder, name)).st_size
             except OSError:
                 pass
     return total
@@ -132,7 +136,7 @@ def _file_entry(kind: str, item: os.DirEntry[str], name: str) -> Entry | None:
         st = item.stat(follow_symlinks=False)
     except OSError:
         return None
-    return Entry(kind, name, (Path(item.path),), st.st_blocks * 512, _age(st))
+    return Entry(kind, name, (Path(item.path),), st.st_size, _age(st))
 
 
 def _load_sizes(root: Path) -> dict[str, int]:
@@ -172,7 +176,8 @@ def _folder_entries(kind: str, root: Path, now: float) -> Iterator[Entry]:
             seen.add(item.name)
             if item.name not in sizes or kind != "trees":
                 sizes[item.name] = _tree_size(Path(item.path))
-            yield Entry(kind, item.name, (Path(item.path),), sizes[item.name], _age(st))
+            yield Entry(kind, item.name, (Path(item.path),), sizes[item.name],
+                        _age(st, folder=True))
         else:
             found = _file_entry(kind, item, item.name)
             if found is not None:
