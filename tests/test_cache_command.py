@@ -99,11 +99,11 @@ def test_clean_older_than(cache: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["clean", "bogus"], "guardscan: error: not a kind of cache entry: bogus; kinds: wheels, "
+    (["clean", "bogus"], ("guardscan: error: not a kind of cache entry: bogus; kinds: wheels, "
                          "trees, facts, results, kernels, binaries (and 'clean' first to "
-                         "remove)\n"),
-    (["clean", "--older-than", "-1"], "guardscan: error: --older-than: not a number of days: "
-                                      "-1.0\n"),
+                         "remove)\n")),
+    (["clean", "--older-than", "-1"], ("guardscan: error: --older-than: not a number of days: "
+                                      "-1.0\n")),
     (["--dry-run"], "guardscan: error: --dry-run goes with clean\n"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(cache: Path, capsys: pytest.CaptureFixture[str],
@@ -115,8 +115,8 @@ def test_bad_limit_is_a_usage_error(cache: Path, capsys: pytest.CaptureFixture[s
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GUARDSCAN_CACHE_LIMIT", "lots")
     assert _run(capsys, "--cache-dir", str(cache))[::2] == (
-        2, "guardscan: error: $GUARDSCAN_CACHE_LIMIT: not a size: 'lots' (bytes, or a number "
-           "with K, M, G or T)\n")
+        2, ("guardscan: error: $GUARDSCAN_CACHE_LIMIT: not a size: 'lots' (bytes, or a number "
+           "with K, M, G or T)\n"))
 
 
 def test_missing_cache_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
