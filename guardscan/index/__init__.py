@@ -41,7 +41,6 @@ class Index:
     def __init__(self, tree: SourceTree, cache_dir: Path | None = None,
                  prefilter: bool = True) -> None:
         self.tree = tree
-        self._root = str(tree.root)
         #: False: every text pre-filter answers "every file" (to prove it changes
         #: no verdict; far slower)
         self.prefilter = prefilter
@@ -127,14 +126,12 @@ class Index:
             return self._data[rel]
         data: bytes | None = None
         try:
-            # one open and an fstat, no pathlib: a cold scan reads each of
-            # 8,094 files several times (the profile in docs/benchmark.md)
-            with open(os.path.join(self._root, rel), "rb") as handle:
-                if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
-                    self.outcomes[rel] = FileOutcome(
-                        rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
-                else:
-                    data = handle.read()
+            path = self.tree.path_of(rel)
+            if path.stat().st_size > MAX_FILE_BYTES:
+                self.outcomes[rel] = FileOutcome(
+                    rel, "skipped", reason=f"larger than {MAX_FILE_BYTES} bytes")
+            else:
+                data = path.read_bytes()
         except OSError as exc:
             self.outcomes[rel] = FileOutcome(rel, "failed",
                                              reason=f"unreadable: {exc.strerror or exc}")
