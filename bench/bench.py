@@ -18,8 +18,8 @@ guard tokens; each is taken as the mean of its two runs.
 
 Every figure is printed as wall seconds, CPU seconds (user and system, the
 parsing workers and background parser included) and a ratio to each baseline,
-wall to wall and CPU to CPU: on a shared machine the CPU ratios move less. Then
-each goal of issue 22, met or not.
+wall to wall and CPU to CPU. Then each goal of issue 22, met or not, judged on
+the CPU ratio: on a shared machine the wall ratios move with the load.
 
 ``--releases``: every SGLang release on the index from ``--from`` up (each
 with the FlashInfer it pins), scanned cold and then warm, ``--jobs`` at a time
@@ -289,11 +289,13 @@ def _print(results: dict[str, object], base: dict[str, Figure],
         print(f"{name:<24}{f.wall:8.2f}{f.cpu:8.2f}{f.peak:7.0f}"
               f"{f.wall / base['ast'].wall:10.2f}{f.wall / base['grep'].wall:10.2f}"
               f"{f.cpu / base['ast'].cpu:9.2f}{f.cpu / base['grep'].cpu:10.2f}")
+    # judged on CPU: on a shared machine a waiting process's wall time grows with
+    # the load (grep's most of all), its CPU time much less
     for name, (against, limit) in GOALS.items():
         f = figures[name]
         wall, cpu = f.wall / base[against].wall, f.cpu / base[against].cpu
-        verdict = "met" if wall <= limit else "NOT met"
-        print(f"goal {name} <= {limit}x {against}: {wall:.2f}x wall ({cpu:.2f}x CPU), {verdict}")
+        verdict = "met" if cpu <= limit else "NOT met"
+        print(f"goal {name} <= {limit}x {against}: {cpu:.2f}x CPU ({wall:.2f}x wall), {verdict}")
     peak = float(str(results["peak_mb"]))
     print(f"goal peak <= {PEAK_GOAL_MB} MB: {peak:.0f} MB, "
           f"{'met' if peak <= PEAK_GOAL_MB else 'NOT met'}")
