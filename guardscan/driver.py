@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,8 @@ from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError, parse_arch_lis
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
-from guardscan.memo import ScanMemo
+from guardscan.memo import ScanMemo, disk
+from guardscan.memo.narrow import AskedBy, Owners, narrow
 from guardscan.memo.warm import Warmer
 from guardscan.messages import diagnostic, internal_error
 from guardscan.options import OptionCatalog, build_catalog
@@ -127,24 +129,29 @@ def _analyse(opts: ScanOptions) -> Analysis:
             kernel_note = ScanNote("kernels", f"kernel library not read: {exc}; SGLang-only "
                                    "verdicts", reason=exc.reason)
     memo = None
+    started = time.time()
     if opts.use_cache:
+        # no --option in the key: a narrowed scan judges every option and shows
+        # the ones asked for (memo.narrow), so one result answers both
         memo = ScanMemo(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
-            tuple(opts.options or ()), opts.kernels, opts.prefilter,
+            (), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None),
             reuse_results=not opts.full)
         cached = memo.load(tree, kernel_tree)
         if memo.reuse_results:
             _say(opts, f"stored result: {memo.outcome}")
         if cached is not None:
-            return Analysis(tree, None, None, None, None, cached, kernel_tree, None,
-                            memo.outcome)
+            _selected_flags(opts, tree, [o.flag for o in cached.options])
+            return Analysis(tree, None, None, None, None, _shown(opts, cached, memo.owners),
+                            kernel_tree, None, memo.outcome)
     index = Index(tree, cache_dir if opts.use_cache else None, prefilter=opts.prefilter)
     if memo is not None:
         memo.start(index)
     _say(opts, f"reading options of {tree.package} {tree.version or ''}".rstrip())
     catalog = memo.catalog(index, build_catalog) if memo is not None else build_catalog(index)
-    options = _selected_options(opts, tree, catalog)
+    _selected_options(opts, tree, catalog)
+    options = list(catalog.options)
     warmer = _warm_kernels(opts, kernel_tree, memo)
     if warmer is not None:
         index.after_prefetch = warmer.go
@@ -156,6 +163,33 @@ def _analyse(opts: ScanOptions) -> Analysis:
             warmer.stop()
         if memo is not None:
             memo.close()
+            if memo.wrote:
+                keep = [tree.root, *([kernel_tree.root] if kernel_tree is not None else [])]
+                disk.after_write(cache_dir, started, keep)
+
+
+def _shown(opts: ScanOptions, result: ScanResult, owners: Owners) -> ScanResult:
+    """What the scan shows of the full result: the options asked for, if any."""
+    if not opts.options:
+        return result
+    return narrow(result, _wanted(opts.options), owners)
+
+
+def _wanted(flags: Iterable[str]) -> set[str]:
+    return {o if o.startswith("--") else f"--{o}" for o in flags}
+
+
+def _selected_flags(opts: ScanOptions, tree: SourceTree, known: list[str]) -> None:
+    """A ``--option`` the tree does not define is a usage error."""
+    if not opts.options:
+        return
+    unknown = _wanted(opts.options) - set(known)
+    if unknown:
+        from guardscan.suggest import option_hint
+
+        raise AcquireError(
+            f"{', '.join(sorted(unknown))} is not a backend option of {tree.package} "
+            f"{tree.version}; {option_hint(sorted(unknown), known)}")
 
 
 def _selected_options(opts: ScanOptions, tree: SourceTree,
@@ -163,8 +197,9 @@ def _selected_options(opts: ScanOptions, tree: SourceTree,
     """The options to judge: every backend option, or those asked for; a flag
     or quantization method the tree does not define is a usage error."""
     options = list(catalog.options)
+    _selected_flags(opts, tree, [o.flag for o in options])
     if opts.options:
-        wanted = {o if o.startswith("--") else f"--{o}" for o in opts.options}
+        wanted = _wanted(opts.options)
         unknown = wanted - {o.flag for o in options}
         if unknown:
             from guardscan.suggest import option_hint
@@ -263,14 +298,21 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
     judging = memo.judging(options, opts.quantization, links) if memo is not None else None
-    faults: list[Diagnostic] = []
+    faults: list[tuple[str, Diagnostic]] = []
+    asked = AskedBy(kernel_judge) if kernel_judge is not None else None
     for option in options:
-        result.backends.extend(_judge_option(index, links, option, opts, kernel_judge, judging,
+        if asked is not None:
+            asked.option = option.flag
+        result.backends.extend(_judge_option(index, links, option, opts, asked, judging,
                                              faults))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
-                                     *links.diagnostics, *faults]
+                                     *links.diagnostics, *(d for _, d in faults)]
+    kernel_diagnostics: list[Diagnostic] = []
     if kernel_judge is not None and hasattr(kernel_judge, "diagnostics"):
-        diagnostics.extend(kernel_judge.diagnostics())
+        kernel_diagnostics = kernel_judge.diagnostics()
+        diagnostics.extend(kernel_diagnostics)
+    owners: Owners = asked.owners(faults, kernel_diagnostics) if asked is not None else \
+        {d: ((flag, d.path, d.line),) for flag, d in faults}
     if kernel_judge is not None and hasattr(kernel_judge, "store_answers"):
         kernel_judge.store_answers()
     for outcome in index.outcomes.values():
@@ -281,14 +323,14 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         diagnostics.append(diagnostic(rel, 0, "file-skipped", reason=reason))
     result.diagnostics = sorted(set(diagnostics))
     if memo is not None:
-        memo.store(index, kernel_tree, result)
-    return Analysis(tree, index, catalog, vocab, links, result, kernel_tree, kernel_judge,
-                    memo.outcome if memo is not None else "", units)
+        memo.store(index, kernel_tree, result, owners)
+    return Analysis(tree, index, catalog, vocab, links, _shown(opts, result, owners),
+                    kernel_tree, kernel_judge, memo.outcome if memo is not None else "", units)
 
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,
                   kernel_judge: KernelJudge | None, judging: JudgeMemo | None,
-                  faults: list[Diagnostic]) -> list[BackendVerdict]:
+                  faults: list[tuple[str, Diagnostic]]) -> list[BackendVerdict]:
     """The verdicts of one option. Should judging it raise, its choices are
     ``unknown`` with an ``internal-error`` diagnostic at the option's
     definition, and the other options' verdicts stand."""
@@ -298,8 +340,8 @@ def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOpti
     except Exception as exc:  # noqa: BLE001 - one option never stops the scan
         if judging is not None:
             judging.forget(option.dest)
-        faults.append(internal_error(option.path, option.line,
-                                     f"judging {option.flag}", exc))
+        faults.append((option.flag, internal_error(option.path, option.line,
+                                                   f"judging {option.flag}", exc)))
         return [BackendVerdict(option.flag, choice, arch.name, opts.quantization,
                                Verdict.UNKNOWN)
                 for choice in option.choices for arch in opts.archs]

@@ -8,6 +8,7 @@ single line for the user.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,21 @@ def default_cache_dir() -> Path:
     if xdg:
         return Path(xdg).expanduser() / "guardscan"
     return Path.home() / ".cache" / "guardscan"
+
+
+#: a cached tree or download folder used within this long is not marked again
+_MARK_EVERY_S = 3600
+
+
+def mark_used(path: Path) -> None:
+    """Set the mtime of a cached tree or download folder to now (at most once
+    an hour): ``guardscan cache`` and the size limit remove what was used
+    longest ago (guardscan.memo.disk)."""
+    try:
+        if time.time() - path.stat().st_mtime > _MARK_EVERY_S:
+            os.utime(path)
+    except OSError:
+        pass
 
 
 def cache_root(cache_dir: Path | None) -> Path:

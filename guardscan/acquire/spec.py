@@ -29,7 +29,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from guardscan.acquire.model import AcquireError, cache_root, one_line
+from guardscan.acquire.model import AcquireError, cache_root, mark_used, one_line
 
 #: How long one ``pip download`` may take, in seconds.
 PIP_TIMEOUT_S = 600
@@ -86,6 +86,7 @@ def wheel_for_spec(requirement: Requirement, spec: str, cache: Path, *, offline:
     wheel_dir = cache / "wheels" / _spec_dirname(requirement)
     cached = _matching_wheel(wheel_dir, requirement)
     if cached is not None:
+        mark_used(wheel_dir)
         return cached
     if offline:
         raise AcquireError(

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from packaging.utils import canonicalize_name
 
 from guardscan.acquire.files import walk_python_files
-from guardscan.acquire.model import AcquireError, SourceTree, one_line
+from guardscan.acquire.model import AcquireError, SourceTree, mark_used, one_line
 
 #: Refuse a wheel whose extracted text would exceed this many bytes (a zip bomb
 #: guard; FlashInfer 0.7.2, the largest real target, extracts to ~450 MB).
@@ -66,6 +67,8 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
     tree_dir = cache / "trees" / f"{stem}-{_sha256(wheel)[:12]}"
     if not tree_dir.is_dir():
         _extract_wheel(wheel, tree_dir)
+    else:
+        mark_used(tree_dir)
     metadata = _read_metadata(tree_dir, _wheel_dist_name(wheel.name))
     version = metadata.get("Version") if metadata is not None else None
     requires = tuple(metadata.get_all("Requires-Dist") or ()) if metadata is not None else ()
@@ -186,6 +189,19 @@ def _write_members(
                         f"of {limit} bytes"
                     )
                 dst.write(block)
+        # the member's own time, not the extraction's: a tree removed from the
+        # cache (guardscan cache clean) comes back with the same stat, so the
+        # results stored for it stay valid
+        stamp = _member_time(info)
+        if stamp is not None:
+            os.utime(target, (stamp, stamp))
+
+
+def _member_time(info: zipfile.ZipInfo) -> float | None:
+    try:
+        return time.mktime((*info.date_time, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return None
 
 
 def _read_metadata(tree_dir: Path, dist_hint: str) -> email.message.Message | None:

@@ -32,6 +32,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                "verdicts of many releases x archs as one page (HTML, Markdown, JSON)"),
     "archs": ("guardscan.commands.archs",
               "the architectures, aliases and GPU names --arch takes"),
+    "cache": ("guardscan.commands.cache",
+              "what the cache holds, per kind; clean all of it, a kind, or the old"),
 }
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import re
-import tempfile
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,10 +18,12 @@ from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen
+from guardscan.index.store import FactsStore, load_pickles, store_pickle, store_pickles
 
 _Answer = TypeVar("_Answer", bound=Hashable)
 
-__all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "store_pickle"]
+__all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "load_pickles", "store_pickle",
+           "store_pickles"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
 FACTS_VERSION = "9"
@@ -45,6 +45,7 @@ class Index:
         #: no verdict; far slower)
         self.prefilter = prefilter
         self.cache_dir = cache_dir / "facts" if cache_dir is not None else None
+        self._store = FactsStore(self.cache_dir)
         self.outcomes: dict[str, FileOutcome] = {}
         #: raw bytes are kept between reads, so repeated whole-tree pre-filters
         #: do not re-read the tree, until ``release_text``
@@ -204,10 +205,10 @@ class Index:
     def _parse(self, rel: str, data: bytes) -> FileOutcome:
         """Facts of ``data`` as the file ``rel``, from the cache or parsed (and cached)."""
         key = self.fact_keys[rel] = self._key(rel, data)
-        outcome = self._cache_load(key)
+        outcome = self._store.load(key)
         if outcome is None:
             outcome = self._extract(rel, data)
-            self._cache_store(key, outcome)
+            self._store.store(key, outcome)
         return outcome
 
     def _extract(self, rel: str, data: bytes) -> FileOutcome:
@@ -219,9 +220,9 @@ class Index:
         if data is None:
             return
         key = self._key(rel, data)
-        path = self._cache_path(key)
+        path = self._store.path(key)
         if path is not None and not path.exists():
-            self._cache_store(key, self._extract(rel, data))
+            self._store.store(key, self._extract(rel, data))
 
     def outcome_of(self, rel: str, data: bytes) -> FileOutcome:
         """What reading ``data`` as the file ``rel`` gives (for the result
@@ -232,7 +233,7 @@ class Index:
 
     def cached_outcome(self, key: str) -> FileOutcome | None:
         """The cached outcome with facts-cache key ``key``, if any."""
-        return self._cache_load(key)
+        return self._store.load(key)
 
     def prefetch(self, rels: Iterable[str], workers: int | None = None) -> None:
         """Parse the files among ``rels`` that are neither indexed nor cached, on
@@ -254,7 +255,7 @@ class Index:
             if data is None:
                 continue
             key = self.fact_keys[rel] = self._key(rel, data)
-            cached = self._cache_load(key)
+            cached = self._store.load(key)
             if cached is not None:
                 self.outcomes[rel] = cached
                 self._dropped.discard(rel)
@@ -275,7 +276,7 @@ class Index:
         for (rel, _, key), outcome in zip(todo, outcomes):
             self.outcomes[rel] = outcome
             self._dropped.discard(rel)
-            self._cache_store(key, outcome)
+            self._store.store(key, outcome)
 
     def _key(self, rel: str, data: bytes) -> str:
         return hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
@@ -319,73 +320,6 @@ class Index:
         if frame is not None:
             frame.add((rel, ("line", line, text)))
         return text
-
-    # -- cache -------------------------------------------------------------------------
-    def _cache_path(self, key: str) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        return self.cache_dir / key[:2] / f"{key}.pickle"
-
-    def _cache_load(self, key: str) -> FileOutcome | None:
-        path = self._cache_path(key)
-        if path is None or not path.exists():
-            return None
-        try:
-            with path.open("rb") as handle:
-                loaded = pickle.load(handle)
-            return loaded if isinstance(loaded, FileOutcome) else None
-        except Exception:  # noqa: BLE001 - a corrupt entry heals by being rewritten
-            return None
-
-    def _cache_store(self, key: str, outcome: FileOutcome) -> None:
-        path = self._cache_path(key)
-        if path is not None:
-            store_pickle(path, outcome)
-
-
-def store_pickle(path: Path, value: object) -> bool:
-    """Write ``value`` to ``path`` atomically (a temporary file, then a rename:
-    concurrent readers see the old file or the new one, never half of one);
-    False when it cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        return False
-    return True
-
-
-def store_pickles(path: Path, values: Iterable[object]) -> bool:
-    """Like ``store_pickle``, for a sequence written as one pickle after
-    another: each has its own memo, so a large record costs little memory to
-    write (a single pickle's memo holds every object it wrote)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            for value in values:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        return False
-    return True
-
-
-def load_pickles(path: Path) -> list[object] | None:
-    """What ``store_pickles`` wrote; None when missing or corrupt."""
-    values = []
-    try:
-        with path.open("rb") as handle:
-            while True:
-                try:
-                    values.append(pickle.load(handle))
-                except EOFError:
-                    return values
-    except Exception:  # noqa: BLE001 - missing or corrupt
-        return None
 
 
 def trie_pattern(needles: Iterable[bytes]) -> bytes:

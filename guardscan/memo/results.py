@@ -44,7 +44,7 @@ from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
 from guardscan.memo.records import Changes, LinkRecord
 from guardscan.predicate import Tri
-from guardscan.results import Evidence, ScanResult
+from guardscan.results import Diagnostic, Evidence, ScanResult
 
 __all__ = ["KernelAnswers", "ResultCache"]
 
@@ -71,6 +71,8 @@ class _Entry:
     stat_ns: int = 0
     #: the same in the entry and its record of reads (concurrent scans)
     token: str = ""
+    #: which options each option-specific diagnostic belongs to (``memo.narrow``)
+    owners: dict[Diagnostic, tuple[tuple[str, str, int], ...]] | None = None
 
 
 @dataclass
@@ -181,6 +183,8 @@ class ResultCache:
         self.kernel_stats: dict[str, Stat] | None = None
         #: why the last ``load`` missed, or how it hit (for progress and tests)
         self.outcome = ""
+        #: on a hit: whom the result's option-specific diagnostics belong to
+        self.owners: dict[Diagnostic, tuple[tuple[str, str, int], ...]] = {}
         #: the tree's stat before the scan read anything, and when it was taken
         self.stats: dict[str, Stat] | None = None
         self.stat_ns = 0
@@ -262,6 +266,7 @@ class ResultCache:
         self._prior = self._entry = self._reads = None
         self.outcome = (f"reused: the changes to {', '.join(sorted(new_data))} are not "
                         "read by the scan") if new_data else "reused: nothing changed"
+        self.owners = entry.owners or {}
         return entry.result
 
     def prime(self, index: Index) -> None:
@@ -364,8 +369,10 @@ class ResultCache:
         return judged.judged if judged is not None and judged.token == entry.token else None
 
     def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult,
-              replayed: bool = False, judged: dict[str, dict[str, Any]] | None = None) -> None:
-        """Keep ``result`` with what the scan read. ``replayed``: linking
+              replayed: bool = False, judged: dict[str, dict[str, Any]] | None = None,
+              owners: dict[Diagnostic, tuple[tuple[str, str, int], ...]] | None = None) -> None:
+        """Keep ``result`` with what the scan read (``owners``: see
+        ``memo.narrow``). ``replayed``: linking
         replayed units of the stored scan, whose reads are then counted as
         this scan's too (they were not read again)."""
         tree = index.tree
@@ -409,6 +416,7 @@ class ResultCache:
             else _stat_tree(kernel_tree),
             result=result,
             stat_ns=self.stat_ns,
+            owners=owners,
         )
         token = self.token
         entry.token = token

@@ -28,6 +28,7 @@ from guardscan.index.observe import Read
 from guardscan.link import Links
 from guardscan.link.units import Units
 from guardscan.memo.link_units import RecordingUnits
+from guardscan.memo.narrow import Owners
 from guardscan.memo.records import Changes, LinkRecord
 from guardscan.memo.results import KernelAnswers, ResultCache
 from guardscan.options import OptionCatalog
@@ -88,6 +89,8 @@ class ScanMemo:
         self._judging = StoredJudging()
         #: whether an earlier scan's linking was offered (a re-analysis)
         self.reanalysis = False
+        #: whether this scan stored a result (the cache's size limit is checked then)
+        self.wrote = False
 
     @property
     def outcome(self) -> str:
@@ -171,15 +174,22 @@ class ScanMemo:
         """The kernel library's answers of the last scan of that library."""
         return KernelAnswers(self.cache_dir, kernel_tree)
 
-    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult) -> None:
+    @property
+    def owners(self) -> Owners:
+        """After a hit: whom the stored result's diagnostics belong to (``narrow``)."""
+        return self.results.owners
+
+    def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult,
+              owners: Owners | None = None) -> None:
         """Keep ``result`` with what the scan read, and its judged choices."""
         if not self.reuse_results:
             return
         units = self._units
         replayed = units.replayed if units is not None else 0
+        self.wrote = True
         self.results.store(index, kernel_tree, result,
                            replayed=replayed > 0 or self._kept is None,
-                           judged=self._judging.record)
+                           judged=self._judging.record, owners=owners)
 
     def close(self) -> None:
         """Wait for a background writer, if any."""
