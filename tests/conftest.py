@@ -25,6 +25,10 @@ def _no_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     a directory of this session's instead of the user's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GUARDSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("default-cache")))
+        # the shared test cache holds every release the suite reads (more than
+        # the default size limit): no scan of the suite evicts what another
+        # test, or a parallel worker, is reading (tests of the limit set it)
+        patch.setenv("GUARDSCAN_CACHE_LIMIT", "0")
         yield
 
 
