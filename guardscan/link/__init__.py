@@ -34,6 +34,10 @@ atoms). The kinds, one recogniser each:
   (``if cfg.moe_runner_backend == "megamoe": declare_resolution(...,
   moe_a2a_backend="megamoe")``): the choice also stands or falls with that
   option's choice, whose gates the verdict applies to it.
+- ``rename``: code sets the option to another of its choices where it holds
+  this one, whatever else holds (``if a2a == "ascend_tp":
+  declare_resolution(..., moe_a2a_backend="none")``): the choice is judged as
+  the one it becomes (``verdict.rename``).
 - ``kernel-call``: a call into the kernel library from the choice's code, for
   the kernels stage to judge.
 
