@@ -19,6 +19,7 @@ from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
 
 if TYPE_CHECKING:
+    from guardscan.kernels.cubins import CubinSource
     from guardscan.kernels.library import KernelLibrary
 
 __all__ = ["LibraryJudge", "kernel_judge_for"]
@@ -42,8 +43,10 @@ class AnswerStore(Protocol):
 
 
 class LibraryJudge(KernelJudge):
-    def __init__(self, index: Index, answers: AnswerStore | None = None) -> None:
+    def __init__(self, index: Index, answers: AnswerStore | None = None,
+                 cubins: CubinSource | None = None) -> None:
         self.index = index
+        self.cubins = cubins
         self.package = index.tree.package
         self.unresolved: dict[str, tuple[str, int]] = {}
         self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
@@ -62,7 +65,8 @@ class LibraryJudge(KernelJudge):
             from guardscan.kernels.conditions import forms_guard
             from guardscan.kernels.library import build_kernel_library
 
-            self._library = build_kernel_library(self.index, forms_guard(self.index))
+            self._library = build_kernel_library(self.index, forms_guard(self.index),
+                                                 self.cubins)
         return self._library
 
     def covers(self, call: KernelCall) -> bool:
@@ -138,10 +142,12 @@ class LibraryJudge(KernelJudge):
 
     def diagnostics(self) -> list[Diagnostic]:
         library = f"{self.package} {self.index.tree.version or ''}".rstrip()
-        return [*self.faults, *(
+        cubins = self.cubins.diagnostics if self.cubins is not None else ()
+        return [*self.faults, *cubins, *(
             diagnostic(rel, line, "unresolved-kernel", target=target, library=library)
             for target, (rel, line) in sorted(self.unresolved.items()))]
 
 
-def kernel_judge_for(index: Index, answers: AnswerStore | None = None) -> LibraryJudge:
-    return LibraryJudge(index, answers)
+def kernel_judge_for(index: Index, answers: AnswerStore | None = None,
+                     cubins: CubinSource | None = None) -> LibraryJudge:
+    return LibraryJudge(index, answers, cubins)
