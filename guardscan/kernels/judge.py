@@ -143,6 +143,10 @@ class LibraryJudge(KernelJudge):
     def diagnostics(self) -> list[Diagnostic]:
         library = f"{self.package} {self.index.tree.version or ''}".rstrip()
         cubins = self.cubins.diagnostics if self.cubins is not None else ()
+        if self._library is not None:
+            cubins = (*cubins, *(
+                diagnostic(rel, 0, "cpp-parse-failed", reason=reason)
+                for rel, reason in self._library.cpp_checks.diagnostics_args()))
         return [*self.faults, *cubins, *(
             diagnostic(rel, line, "unresolved-kernel", target=target, library=library)
             for target, (rel, line) in sorted(self.unresolved.items()))]

@@ -31,6 +31,7 @@ from guardscan.kernels.bindings import Bindings
 from guardscan.kernels.callgraph import Edge, class_edges, function_edges
 from guardscan.kernels.check import recognise_checks
 from guardscan.kernels.conditions import BACKEND_OPTION, CapabilityReader
+from guardscan.kernels.cpp_checks import CppChecks
 from guardscan.kernels.cubins import CubinSource, recognise_cubin_package
 from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
@@ -95,6 +96,8 @@ class KernelLibrary:
         self._reversed_names: list[str] = []
         self._capability: dict[str, Predicate | None] = {}
         self._cubin_lists: dict[str, CubinList] | None = None
+        #: the C++ checks of the JIT modules' exports (``kernels.cpp_checks``)
+        self.cpp_checks = CppChecks(index, self.resolver, self.source_files)
         self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
 
     # -- building ------------------------------------------------------------------------
@@ -163,6 +166,8 @@ class KernelLibrary:
                                             self.paths.path_predicate):
                 self._add(fact)
             self._add_cubin_facts(table, fn, function_id)
+            for fact in self.cpp_checks.facts(table, fn, self.paths.path_predicate):
+                self._add(fact)
 
     def _add_cubin_facts(self, table: ModuleSymbols, fn: FunctionFact, function_id: str) -> None:
         """The pinned cubin package's facts (``kernels.cubins``); where none

@@ -28,7 +28,8 @@ __all__ = [
 #: ``Vocabulary.predicate`` fits as is: a result carrying ``.predicate`` is unwrapped.
 GuardFn = Callable[[str, str, str, int], object]
 
-FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts")
+FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts",
+              "cpp-check")
 
 #: How much a fact of each kind says about *which kernels exist* for an arch;
 #: when several facts decide, the evidence chain ends at the most specific one.
@@ -41,6 +42,7 @@ SPECIFICITY = {
     "decorator": 6,
     "backend-requirement": 6,
     "check": 5,
+    "cpp-check": 5,
     "artifacts": 4,
     "jit-spec": 3,
     "dispatch": 2,
@@ -51,6 +53,7 @@ STRENGTH = {
     "decorator": "tier a: explicit capability check",
     "backend-requirement": "tier a: explicit capability check, per backend",
     "check": "tier a: explicit raising check",
+    "cpp-check": "tier a: explicit check in the C++ the wheel ships",
     "artifacts": "tier b: precompiled cubins, they bound what a JIT spec may claim",
     "jit-spec": "tier c: what may compile, not which kernels exist",
     "dispatch": "a branch exists, its callee says more",
