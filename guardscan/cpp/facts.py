@@ -133,8 +133,8 @@ def _walk(node: Any) -> Iterator[Any]:
 
 
 def _error_share(root: Any) -> float:
-    size = max(root.end_byte - root.start_byte, 1)
-    errors: int = sum(n.end_byte - n.start_byte for n in root.children if n.type == "ERROR")
+    size = int(max(root.end_byte - root.start_byte, 1))
+    errors = int(sum(n.end_byte - n.start_byte for n in root.children if n.type == "ERROR"))
     return errors / size
 
 
