@@ -133,8 +133,16 @@ def _walk(node: Any) -> Iterator[Any]:
 
 
 def _error_share(root: Any) -> float:
+    """The share of the file's bytes inside the grammar's error (or missing) nodes."""
     size = int(max(root.end_byte - root.start_byte, 1))
-    errors = int(sum(n.end_byte - n.start_byte for n in root.children if n.type == "ERROR"))
+    errors = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            errors += int(node.end_byte - node.start_byte)
+        elif node.has_error:
+            stack.extend(node.children)
     return errors / size
 
 
