@@ -21,7 +21,12 @@ from truthcases import ARCHS, SAFE, UNSAFE, VERDICTS, Answer
 
 PAIR_FILES = truthcases.pair_files()
 _CASE_KEYS = {"option", "choice", "arch", "quantization", "verdict", "accept", "reason", "where"}
-_WHERE = re.compile(r"^(sglang|flashinfer)/[\w./-]+\.py:[1-9][0-9]*$")
+_WHERE = re.compile(r"^(sglang/[\w./-]+\.py|flashinfer/[\w./-]+\.py"
+                    r"|flashinfer/data/[\w./-]+\.(?:cu|cuh|h|hpp|cpp|cc)):[1-9][0-9]*$")
+#: the two pairs every real test reads hold at least 60 cases; a release added
+#: for what its pins decide (the cubin package of 0.5.14, ...) costs a scan of
+#: its own and may hold fewer
+_BASE_PAIRS = frozenset({"0.5.9", "0.5.23"})
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -37,7 +42,8 @@ def test_truth_file_is_well_formed(path: Path) -> None:
     data = truthcases.load_raw(path)
     assert set(data) == {"sglang", "flashinfer", "cases"}, path
     cases = data["cases"]
-    assert len(cases) >= 60, f"{path.name}: {len(cases)} cases, want at least 60"
+    minimum = 60 if data["sglang"] in _BASE_PAIRS else 8
+    assert len(cases) >= minimum, f"{path.name}: {len(cases)} cases, want at least {minimum}"
     quantizations = {c.get("quantization") for c in cases}
     # each distinct value costs one scan of the pair
     assert len(quantizations) <= 3, f"{path.name}: quantizations {sorted(map(str, quantizations))}"
@@ -74,7 +80,8 @@ def test_truth_file_is_well_formed(path: Path) -> None:
         if not (isinstance(case["where"], list) and case["where"]):
             problems.append(f"{where}: no `where` lines")
         else:
-            problems += [f"{where}: where {w!r} is not sglang/...py:N or flashinfer/...py:N"
+            problems += [f"{where}: where {w!r} is not sglang/...py:N, flashinfer/...py:N "
+                         "or flashinfer/data/...(C++):N"
                          for w in case["where"] if not (isinstance(w, str) and _WHERE.match(w))]
     assert not problems, "\n".join(problems)
 
