@@ -1,11 +1,13 @@
 """The C++ checks and the pinned cubin package on real releases (marker ``real``):
 the cases issue 20 is done on, with exact verdicts and the deciding file:line.
 
-- sglang 0.5.14 and 0.5.16 pin ``flashinfer_cubin`` beside ``flashinfer_python``
-  (0.6.12 and 0.6.16-ish: read from the release's METADATA); under
-  ``--quantization modelopt_fp4``, ``--moe-runner-backend flashinfer_trtllm``
+- sglang 0.5.14 pins ``flashinfer_cubin==0.6.12`` beside ``flashinfer_python``;
+  under ``--quantization modelopt_fp4``, ``--moe-runner-backend flashinfer_trtllm``
   loads the trtllm-gen batched-GEMM cubins, which exist for Sm100f and Sm103a
   only: unsupported on sm120, supported on sm100.
+- sglang 0.5.16 pins only ``flashinfer_python[cu13]==0.6.14`` (whose ``cu13``
+  extra pulls in no cubin package): the cubins come from a download, the
+  evidence says so, and nothing decides.
 - sglang 0.5.23 + flashinfer 0.7.2: ``--attention-backend trtllm_mla`` reaches the
   trtllm-gen FMHA runner, whose constructor checks ``mSM == kSM_100 || mSM ==
   kSM_103 || mSM == kSM_107`` (``fmhaRunner.cuh:37``).
@@ -40,9 +42,8 @@ def _verdict(analysis: Analysis, choice: str, arch: str) -> BackendVerdict:
     return next(v for v in analysis.result.backends if v.choice == choice and v.arch == arch)
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.16"])
-def test_seed_case_decided_by_the_pinned_cubin_package(version: str) -> None:
-    analysis = _scan(version, "--moe-runner-backend", "modelopt_fp4")
+def test_seed_case_decided_by_the_pinned_cubin_package() -> None:
+    analysis = _scan("0.5.14", "--moe-runner-backend", "modelopt_fp4")
     sm120 = _verdict(analysis, "flashinfer_trtllm", "sm120")
     assert sm120.verdict.value == "unsupported"
     deciding = sm120.evidence[-1]
@@ -51,6 +52,16 @@ def test_seed_case_decided_by_the_pinned_cubin_package(version: str) -> None:
     assert deciding.path.endswith("/include/flashinferMetaInfo.h")
     assert "ArtifactPath.TRTLLM_GEN_BMM" in deciding.note
     assert _verdict(analysis, "flashinfer_trtllm", "sm100").verdict.value == "supported"
+
+
+def test_no_cubin_package_pinned_decides_nothing_and_says_so() -> None:
+    analysis = _scan("0.5.16", "--moe-runner-backend", "modelopt_fp4")
+    for arch in ("sm100", "sm120"):
+        verdict = _verdict(analysis, "flashinfer_trtllm", arch)
+        assert verdict.verdict.value == "unknown"
+        notes = [e.note for e in verdict.evidence if e.kind == "jit-spec"]
+        assert any("is downloaded at run time (sglang 0.5.16 pins no flashinfer-cubin)" in n
+                   for n in notes), notes
 
 
 def test_trtllm_mla_decided_by_the_fmha_runner_check() -> None:
