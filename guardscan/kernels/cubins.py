@@ -175,6 +175,11 @@ class CubinSource:
 
 
 def _safe(name: str) -> bool:
+    """``binaries.wheel_members.safe_member_name``, without its path parsing for
+    the names that cannot climb out (12,000 of them in a cubin wheel)."""
+    if ".." not in name and "\\" not in name and "\0" not in name and ":" not in name[:2] \
+            and not name.startswith("/") and name:
+        return True
     from guardscan.binaries.wheel_members import safe_member_name
 
     return safe_member_name(name)
@@ -245,18 +250,21 @@ def _read_table(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> MetaTable | 
         return "size-claim"
     text = data.decode("utf-8", "replace")
     counts: Counter[str] = Counter()
-    first = 0
-    for line_no, line in enumerate(text.splitlines(), 1):
-        if line.lstrip().startswith(("#", "//", "*", "/*")):
-            continue  # guards and comments name archs without being entries
-        found = _tags(line, (_CAMEL, _ENUM))
-        if found:
-            counts.update(found)
-            first = first or line_no
-    if not first:
+    first = -1
+    for pattern in (_CAMEL, _ENUM):
+        for found in pattern.finditer(text):
+            start = text.rfind("\n", 0, found.start()) + 1
+            if text[start:found.start()].lstrip().startswith(("#", "//", "*", "/*")):
+                continue  # guards and comments name archs without being entries
+            counts[f"Sm{found.group(1)}{found.group(2)}"] += 1
+            if first < 0 or start < first:
+                first = start
+    if first < 0:
         return MetaTable(info.filename, (), 0, "")
-    first_text = text.splitlines()[first - 1].strip()
-    return MetaTable(info.filename, tuple(sorted(counts.items())), first, first_text[:160])
+    end = text.find("\n", first)
+    first_text = text[first:end if end >= 0 else len(text)].strip()
+    line = text.count("\n", 0, first) + 1
+    return MetaTable(info.filename, tuple(sorted(counts.items())), line, first_text[:160])
 
 
 # -- acquiring the pinned package -------------------------------------------------------------
