@@ -24,7 +24,7 @@ from guardscan.kernels.artifacts import recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.callgraph import function_edges
 from guardscan.kernels.check import recognise_checks
-from guardscan.kernels.cpp_checks import CppChecks
+from guardscan.kernels.cpp_checks import recognise_cpp_checks
 from guardscan.kernels.cubins import recognise_cubin_package
 from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
@@ -38,7 +38,7 @@ from guardscan.kernels.support import Outcome
 #: with its module's docstring
 RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
                recognise_dispatch, recognise_checks, collect_exports, function_edges,
-               recognise_artifacts, recognise_cubin_package, CppChecks.facts]
+               recognise_artifacts, recognise_cubin_package, recognise_cpp_checks]
 
 __all__ = [
                "FACT_KINDS",

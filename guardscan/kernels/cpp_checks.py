@@ -131,3 +131,9 @@ class CppChecks:
     def diagnostics_args(self) -> list[tuple[str, str]]:
         """(file, reason) of each C++ file that could not be read."""
         return sorted(self.cpp.failures.items())
+
+
+def recognise_cpp_checks(checks: CppChecks, table: ModuleSymbols, fn: FunctionFact,
+                         path_predicate: PathPredicate) -> list[KernelFact]:
+    """The C++ check facts of one Python function (``CppChecks.facts``)."""
+    return checks.facts(table, fn, path_predicate)

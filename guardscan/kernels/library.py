@@ -31,7 +31,7 @@ from guardscan.kernels.bindings import Bindings
 from guardscan.kernels.callgraph import Edge, class_edges, function_edges
 from guardscan.kernels.check import recognise_checks
 from guardscan.kernels.conditions import BACKEND_OPTION, CapabilityReader
-from guardscan.kernels.cpp_checks import CppChecks
+from guardscan.kernels.cpp_checks import CppChecks, recognise_cpp_checks
 from guardscan.kernels.cubins import CubinSource, recognise_cubin_package
 from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
@@ -166,7 +166,8 @@ class KernelLibrary:
                                             self.paths.path_predicate):
                 self._add(fact)
             self._add_cubin_facts(table, fn, function_id)
-            for fact in self.cpp_checks.facts(table, fn, self.paths.path_predicate):
+            for fact in recognise_cpp_checks(self.cpp_checks, table, fn,
+                                             self.paths.path_predicate):
                 self._add(fact)
 
     def _add_cubin_facts(self, table: ModuleSymbols, fn: FunctionFact, function_id: str) -> None:
