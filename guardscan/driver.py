@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guardscan import __version__
 from guardscan.acquire import (
@@ -42,6 +43,9 @@ from guardscan.results import (
     Verdict,
 )
 from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
+
+if TYPE_CHECKING:
+    from guardscan.kernels.cubins import CubinSource
 
 __all__ = ["Analysis", "ScanOptions", "UnknownChoiceError", "analyse", "as_archs", "scan"]
 
@@ -121,6 +125,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
     tree = acquire(opts.target, cache_dir=cache_dir, offline=opts.offline)
     kernel_tree: SourceTree | None = None
     kernel_note: ScanNote | None = None
+    cubins = None
     if opts.kernels:
         try:
             kernel_tree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir,
@@ -128,6 +133,11 @@ def _analyse(opts: ScanOptions) -> Analysis:
         except AcquireError as exc:
             kernel_note = ScanNote("kernels", f"kernel library not read: {exc}; SGLang-only "
                                    "verdicts", reason=exc.reason)
+        else:
+            from guardscan.kernels.cubins import cubin_source
+
+            _say(opts, "reading the pinned cubin package")
+            cubins = cubin_source(tree, kernel_tree, cache_dir, offline=opts.offline)
     memo = None
     started = time.time()
     if opts.use_cache:
@@ -136,7 +146,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
         memo = ScanMemo(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
             (), opts.kernels, opts.prefilter,
-            str(kernel_tree.root) if kernel_tree is not None else None),
+            str(kernel_tree.root) if kernel_tree is not None else None,
+            cubins.key if cubins is not None else None),
             reuse_results=not opts.full)
         cached = memo.load(tree, kernel_tree)
         if memo.reuse_results:
@@ -152,12 +163,12 @@ def _analyse(opts: ScanOptions) -> Analysis:
     catalog = memo.catalog(index, build_catalog) if memo is not None else build_catalog(index)
     _selected_options(opts, tree, catalog)
     options = list(catalog.options)
-    warmer = _warm_kernels(opts, kernel_tree, memo)
+    warmer = _warm_kernels(opts, kernel_tree, memo, cubins.key if cubins is not None else "")
     if warmer is not None:
         index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, memo, index, catalog,
-                               options)
+                               options, cubins)
     finally:
         if warmer is not None:
             warmer.stop()
@@ -229,19 +240,20 @@ class UnknownChoiceError(AcquireError):
 
 
 def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
-                  memo: ScanMemo | None) -> Warmer | None:
+                  memo: ScanMemo | None, companions: str = "") -> Warmer | None:
     """Start parsing the kernel library into the facts cache on a spare core,
     unless its answers are stored already (then it is not read at all)."""
     if kernel_tree is None or memo is None:
         return None
-    if memo.kernel_answers(kernel_tree).stored:
+    if memo.kernel_answers(kernel_tree, companions).stored:
         return None
     return Warmer(kernel_tree, memo.cache_dir)
 
 
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
                     kernel_note: ScanNote | None, memo: ScanMemo | None, index: Index,
-                    catalog: OptionCatalog, options: list[OptionInfo]) -> Analysis:
+                    catalog: OptionCatalog, options: list[OptionInfo],
+                    cubins: CubinSource | None = None) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     modes = getattr(catalog, "modes", [])
     model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
@@ -285,8 +297,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
             # it again from the page cache each time (0.1 s a pass for 117 MB)
             # costs less than holding it beside SGLang's results (the peak)
             kernel_index.release_text()
-            kernel_judge = kernel_judge_for(
-                kernel_index, memo.kernel_answers(kernel_tree) if memo is not None else None)
+            answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "") \
+                if memo is not None else None
+            kernel_judge = kernel_judge_for(kernel_index, answers, cubins)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
         if kernel_note is not None:

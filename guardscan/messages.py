@@ -30,6 +30,8 @@ MESSAGES: dict[str, str] = {
     "unresolved-guard": "cannot resolve guard `{text}`: {reason}",
     # kernels: the kernel library's facts
     "unresolved-kernel": "`{target}` is not defined in {library}",
+    "cubin-package-failed": "{wheel}: {reason}; its cubins decide nothing",
+    "cpp-parse-failed": "C++ not read: {reason}; its checks decide nothing",
     # index: files
     "file-failed": "{reason}",
     "file-skipped": "{reason}",

@@ -21,7 +21,8 @@ from truthcases import ARCHS, SAFE, UNSAFE, VERDICTS, Answer
 
 PAIR_FILES = truthcases.pair_files()
 _CASE_KEYS = {"option", "choice", "arch", "quantization", "verdict", "accept", "reason", "where"}
-_WHERE = re.compile(r"^(sglang|flashinfer)/[\w./-]+\.py:[1-9][0-9]*$")
+_WHERE = re.compile(r"^(sglang/[\w./-]+\.py|flashinfer/[\w./-]+\.py"
+                    r"|flashinfer/data/[\w./-]+\.(?:cu|cuh|h|hpp|cpp|cc)):[1-9][0-9]*$")
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -74,7 +75,8 @@ def test_truth_file_is_well_formed(path: Path) -> None:
         if not (isinstance(case["where"], list) and case["where"]):
             problems.append(f"{where}: no `where` lines")
         else:
-            problems += [f"{where}: where {w!r} is not sglang/...py:N or flashinfer/...py:N"
+            problems += [f"{where}: where {w!r} is not sglang/...py:N, flashinfer/...py:N "
+                         "or flashinfer/data/...(C++):N"
                          for w in case["where"] if not (isinstance(w, str) and _WHERE.match(w))]
     assert not problems, "\n".join(problems)
 

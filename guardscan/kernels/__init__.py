@@ -11,6 +11,10 @@ form, each in its own module with its examples in the docstring:
     exports.py              from .fused_moe import cutlass_fused_moe
     callgraph.py            calls resolved by qualified name
     artifacts.py            write_filtered_metainfo(..., BLACKWELL_CUBIN_ARCHS)  (cubin lists)
+    cubins.py               get_artifact(f"{ArtifactPath.TRTLLM_GEN_BMM}/...") + the pinned
+                            flashinfer-cubin's file list and kernel tables
+    cpp_checks.py           module.trtllm_paged_attention_decode(...) -> the C++ export's
+                            FLASHINFER_CHECK(mSM == kSM_100 || ...) (``guardscan.cpp``)
 
 ``support.py`` combines them along the call graph; ``library.py`` holds the
 result (``KernelLibrary``) and builds it (``build_kernel_library``).
@@ -20,6 +24,8 @@ from guardscan.kernels.artifacts import recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.callgraph import function_edges
 from guardscan.kernels.check import recognise_checks
+from guardscan.kernels.cpp_checks import recognise_cpp_checks
+from guardscan.kernels.cubins import recognise_cubin_package
 from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
 from guardscan.kernels.exports import collect_exports
@@ -32,7 +38,7 @@ from guardscan.kernels.support import Outcome
 #: with its module's docstring
 RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
                recognise_dispatch, recognise_checks, collect_exports, function_edges,
-               recognise_artifacts]
+               recognise_artifacts, recognise_cubin_package, recognise_cpp_checks]
 
 __all__ = [
                "FACT_KINDS",

@@ -19,6 +19,7 @@ from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
 
 if TYPE_CHECKING:
+    from guardscan.kernels.cubins import CubinSource
     from guardscan.kernels.library import KernelLibrary
 
 __all__ = ["LibraryJudge", "kernel_judge_for"]
@@ -42,8 +43,10 @@ class AnswerStore(Protocol):
 
 
 class LibraryJudge(KernelJudge):
-    def __init__(self, index: Index, answers: AnswerStore | None = None) -> None:
+    def __init__(self, index: Index, answers: AnswerStore | None = None,
+                 cubins: CubinSource | None = None) -> None:
         self.index = index
+        self.cubins = cubins
         self.package = index.tree.package
         self.unresolved: dict[str, tuple[str, int]] = {}
         self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
@@ -61,7 +64,7 @@ class LibraryJudge(KernelJudge):
         if self._library is None:
             from guardscan.kernels.library import build_kernel_library
 
-            self._library = build_kernel_library(self.index)
+            self._library = build_kernel_library(self.index, self.cubins)
         return self._library
 
     def covers(self, call: KernelCall) -> bool:
@@ -137,10 +140,16 @@ class LibraryJudge(KernelJudge):
 
     def diagnostics(self) -> list[Diagnostic]:
         library = f"{self.package} {self.index.tree.version or ''}".rstrip()
-        return [*self.faults, *(
+        cubins = self.cubins.diagnostics if self.cubins is not None else ()
+        if self._library is not None:
+            cubins = (*cubins, *(
+                diagnostic(rel, 0, "cpp-parse-failed", reason=reason)
+                for rel, reason in self._library.cpp_checks.diagnostics_args()))
+        return [*self.faults, *cubins, *(
             diagnostic(rel, line, "unresolved-kernel", target=target, library=library)
             for target, (rel, line) in sorted(self.unresolved.items()))]
 
 
-def kernel_judge_for(index: Index, answers: AnswerStore | None = None) -> LibraryJudge:
-    return LibraryJudge(index, answers)
+def kernel_judge_for(index: Index, answers: AnswerStore | None = None,
+                     cubins: CubinSource | None = None) -> LibraryJudge:
+    return LibraryJudge(index, answers, cubins)

@@ -21,6 +21,7 @@ import networkx as nx
 
 from guardscan.arch import Arch
 from guardscan.index import Index
+from guardscan.index.facts import FunctionFact
 from guardscan.kernels import backend_requirement, decorator, jit_spec
 from guardscan.kernels.artifacts import CubinList, cubin_lists, recognise_artifacts
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
@@ -29,6 +30,8 @@ from guardscan.kernels.callers import CallerFiles
 from guardscan.kernels.callgraph import Edge, class_edges, function_edges
 from guardscan.kernels.check import recognise_checks
 from guardscan.kernels.conditions import BACKEND_OPTION, CapabilityReader
+from guardscan.kernels.cpp_checks import CppChecks, recognise_cpp_checks
+from guardscan.kernels.cubins import CubinSource, recognise_cubin_package
 from guardscan.kernels.decorator import recognise_decorators
 from guardscan.kernels.dispatch import recognise_dispatch
 from guardscan.kernels.exports import collect_exports
@@ -36,7 +39,7 @@ from guardscan.kernels.jit_spec import recognise_jit_specs
 from guardscan.kernels.model import BackendCheck, Branch, KernelFact
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.support import Outcome, SupportSolver
-from guardscan.kernels.symbols import Resolver
+from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
 from guardscan.results import Evidence
 from guardscan.syntax import literal, parse_expr
@@ -56,8 +59,11 @@ EXCLUDED_DIRS = ("data",)
 class KernelLibrary:
     """Facts about where each kernel-library function runs, and how to combine them."""
 
-    def __init__(self, index: Index, excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS) -> None:
+    def __init__(self, index: Index, excluded_dirs: tuple[str, ...] = EXCLUDED_DIRS,
+                 cubins: CubinSource | None = None) -> None:
         self.index = index
+        #: the cubin package the release pins (``kernels.cubins``), or why none
+        self.cubins = cubins
         self.package = index.tree.package
         self.resolver = Resolver(index)
         self.reader = CapabilityReader(index)
@@ -81,6 +87,8 @@ class KernelLibrary:
         self._table_edges: dict[str, list[Edge]] = {}
         self._capability: dict[str, Predicate | None] = {}
         self._cubin_lists: dict[str, CubinList] | None = None
+        #: the C++ checks of the JIT modules' exports (``kernels.cpp_checks``)
+        self.cpp_checks = CppChecks(index, self.resolver, self.source_files)
         self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
 
     # -- building ------------------------------------------------------------------------
@@ -148,6 +156,22 @@ class KernelLibrary:
             for fact in recognise_artifacts(self.resolver, table, fn, self.cubin_lists,
                                             self.paths.path_predicate):
                 self._add(fact)
+            self._add_cubin_facts(table, fn, function_id)
+            for fact in recognise_cpp_checks(self.cpp_checks, table, fn,
+                                             self.paths.path_predicate):
+                self._add(fact)
+
+    def _add_cubin_facts(self, table: ModuleSymbols, fn: FunctionFact, function_id: str) -> None:
+        """The pinned cubin package's facts (``kernels.cubins``); where none
+        decides, its reason joins the notes of the function's fetching JIT specs."""
+        facts, notes = recognise_cubin_package(self.resolver, table, fn, self.cubins)
+        for fact in facts:
+            self._add(fact)
+        if notes and function_id in self.facts:
+            self.facts[function_id] = [
+                dataclasses.replace(f, note=f"{f.note}; {'; '.join(notes)}")
+                if f.kind == "jit-spec" and jit_spec.FETCHED in f.note else f
+                for f in self.facts[function_id]]
 
     @property
     def cubin_lists(self) -> dict[str, CubinList]:
@@ -325,8 +349,8 @@ class KernelLibrary:
         return Counter(f.kind for facts in self.facts.values() for f in facts)
 
 
-def build_kernel_library(index: Index) -> KernelLibrary:
+def build_kernel_library(index: Index, cubins: CubinSource | None = None) -> KernelLibrary:
     """The kernel library of ``index``'s tree (FlashInfer), ready for ``support``."""
-    library = KernelLibrary(index)
+    library = KernelLibrary(index, cubins=cubins)
     library.scan()
     return library

@@ -21,7 +21,8 @@ __all__ = [
     "KernelFact",
 ]
 
-FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts")
+FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts",
+              "cpp-check")
 
 #: How much a fact of each kind says about *which kernels exist* for an arch;
 #: when several facts decide, the evidence chain ends at the most specific one.
@@ -34,6 +35,7 @@ SPECIFICITY = {
     "decorator": 6,
     "backend-requirement": 6,
     "check": 5,
+    "cpp-check": 5,
     "artifacts": 4,
     "jit-spec": 3,
     "dispatch": 2,
@@ -44,6 +46,7 @@ STRENGTH = {
     "decorator": "tier a: explicit capability check",
     "backend-requirement": "tier a: explicit capability check, per backend",
     "check": "tier a: explicit raising check",
+    "cpp-check": "tier a: explicit check in the C++ the wheel ships",
     "artifacts": "tier b: precompiled cubins, they bound what a JIT spec may claim",
     "jit-spec": "tier c: what may compile, not which kernels exist",
     "dispatch": "a branch exists, its callee says more",

@@ -65,7 +65,7 @@ MAX_CAVEATS = 16
 #: that lets it through rejects a list of archs rather than admitting one (a
 #: deny-list).
 #: The kinds whose TRUE can come from a check that passes (a raise not reached).
-_RAISING_KINDS = frozenset({"check", "dispatch"})
+_RAISING_KINDS = frozenset({"check", "dispatch", "cpp-check"})
 #: The kinds that declare capabilities (and may override a JIT spec's exclusion).
 _DECLARATIONS = frozenset({"decorator", "backend-requirement"})
 

@@ -464,11 +464,12 @@ class KernelAnswers:
     come out the same too.
     """
 
-    def __init__(self, cache_dir: Path, kernel_tree: SourceTree) -> None:
+    def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "") -> None:
         from guardscan import __version__
 
         digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
-                                      str(kernel_tree.root), kernel_tree.package)).encode())
+                                      str(kernel_tree.root), kernel_tree.package)
+                                     + ((companions,) if companions else ())).encode())
         self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
         self.stats = _stat_tree(kernel_tree)
         self.stored: list[KernelAnswer] = []

@@ -101,6 +101,9 @@ _FACT_KINDS: dict[str, tuple[str, str, str]] = {
     "check": ("a capability check that raises in the kernel library",
               "strong: the call raises there",
               "strong: the check lets it through"),
+    "cpp-check": ("a capability check in the C++ the kernel library compiles",
+                  "strong: the C++ raises there",
+                  "strong: the C++ check lets it through"),
     "jit-spec": ("a JIT build spec (the architectures a module is compiled for)",
                  "strong: nothing is compiled for it, so the module cannot load",
                  ("moderate: the module compiles for it; which kernels it holds is "
