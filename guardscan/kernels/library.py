@@ -17,8 +17,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterable
 
-import networkx as nx
-
 from guardscan.arch import Arch
 from guardscan.index import Index
 from guardscan.index.facts import FunctionFact
@@ -75,6 +73,8 @@ class KernelLibrary:
         self.bindings = Bindings(self.resolver, self.callers.of, self.reader)
         self.paths = PathReader(self.reader, self.bindings)
         self.facts: dict[str, list[KernelFact]] = {}
+        import networkx as nx  # here, not at import: a warm scan never builds a library
+
         self.graph: nx.DiGraph[str] = nx.DiGraph()
         self._exports: dict[str, str] | None = None
         self.unresolved: list[tuple[str, str, str, int]] = []

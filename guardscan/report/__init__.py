@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -29,8 +30,14 @@ def formats() -> list[str]:
 
 def render(result: ScanResult, stream: IO[str], fmt: str = "text",
            options: dict[str, Any] | None = None) -> None:
+    """Render into memory, then write once: a renderer writes in thousands of
+    small pieces (the JSON encoder in one per token), and an unbuffered
+    stream (``PYTHONUNBUFFERED``, ``python -u``) would make each a system
+    call."""
     _load()
-    RENDERERS[fmt](result, stream, options or {})
+    buffer = io.StringIO()
+    RENDERERS[fmt](result, buffer, options or {})
+    stream.write(buffer.getvalue())
 
 
 def _load() -> None:
