@@ -26,7 +26,7 @@ __all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "load_pickles",
            "store_pickles"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "9"
+FACTS_VERSION = "10"
 
 #: Below this many files to parse, a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 64
