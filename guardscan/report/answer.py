@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from guardscan.arch import ArchError, parse_arch
-from guardscan.evidence import FactKind, arg
+from guardscan.evidence import FactKind, Status, arg
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanResult, Verdict
 from guardscan.verdict.auto import auto_targets
 
@@ -207,6 +207,8 @@ class OptionAnswer:
     #: whether any choice's chain reaches the kernel library (a kernel fact or a
     #: call into it): the backends that pick kernels, not SGLang-only switches
     kernels: bool = False
+    #: how many choices have a verdict that a kernel library fact decides
+    by_kernel: int = 0
 
     @property
     def default(self) -> str | None:
@@ -288,7 +290,7 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
     by_option: dict[str, dict[str, list[BackendVerdict]]] = {}
     for verdict in result.backends:
         by_option.setdefault(verdict.option, {}).setdefault(verdict.arch, []).append(verdict)
-    decided: list[tuple[int, float, int, OptionAnswer]] = []
+    decided: list[tuple[int, int, float, int, OptionAnswer]] = []
     nothing: list[str] = []
     for position, (option, per_arch) in enumerate(by_option.items()):
         cuda = [v for cells in per_arch.values() for v in cells if not v.platform]
@@ -299,7 +301,9 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
         answer = OptionAnswer(option, infos.get(option),
                               decided=len(known) / len(cuda) if cuda else 0.0,
                               kernels=any(ev.role == Role.KERNEL.value
-                                          for v in cuda for ev in v.evidence))
+                                          for v in cuda for ev in v.evidence),
+                              by_kernel=len({v.choice for v in known
+                                             if _kernel_decided(v)}))
         groups: dict[tuple[object, ...], ArchGroup] = {}
         for arch in archs:
             if arch not in per_arch:
@@ -314,10 +318,18 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
         answer.groups = list(groups.values())
         # with the kernel library read, the options whose choices reach it (the
         # MoE, GEMM and attention backends) come before SGLang-only switches
+        # among those, the options whose answers the kernel library decides for
+        # the most choices first (what only reading the kernels can tell)
         rank = 0 if answer.kernels or not result.kernels else 1
-        decided.append((rank, -answer.decided, position, answer))
-    decided.sort(key=lambda item: item[:3])
-    return [item[3] for item in decided], nothing
+        decided.append((rank, -answer.by_kernel, -answer.decided, position, answer))
+    decided.sort(key=lambda item: item[:4])
+    return [item[4] for item in decided], nothing
+
+
+def _kernel_decided(verdict: BackendVerdict) -> bool:
+    """Whether the fact that decides ``verdict`` is the kernel library's."""
+    return any(ev.status == Status.DECIDES.value and ev.role == Role.KERNEL.value
+               for ev in verdict.evidence)
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,14 +145,20 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
         out.extend(_option(answer, style, several=len(archs) > 1))
         out.extend(_field_block(field.get(answer.option, []), "  "))
     if alike:
-        out.append("")
-        out.append("answered within an option above (what it supports and avoids is there):")
+        # what such an option supports and avoids is said in the one it is like
+        same: dict[str, list[str]] = {}
         for answer, like in alike:
-            out.extend(wrap(f"{style(answer.option, 'option')}  like {like.option}: avoid "
-                            f"{_avoid_words(answer.groups[0], style)}", "  ", "      "))
-    if folded:
+            same.setdefault(like.option, []).append(style(answer.option, "option"))
         out.append("")
-        out.extend(_folded(folded, style))
+        out.extend(wrap("answered within an option above: " + "; ".join(
+            f"{', '.join(names)} (like {like_option})" for like_option, names in same.items()),
+            "", "  "))
+    calm: list[str] = []
+    if folded:
+        lines, calm = _folded(folded, style)
+        if lines:
+            out.append("")
+            out.extend(lines)
     infos = {o.flag: o for o in result.options}
     for option in [o for o in nothing if o in field]:
         # nothing decided, but someone saw it fail (or work): worth its own block
@@ -163,11 +169,11 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
             "to try, no promise)", "", "    "))
         out.extend(_field_block(field[option], "  "))
     nothing = [o for o in nothing if o not in field]
-    if nothing and fold:
+    if (nothing or calm) and fold:
+        # options with nothing known, and SGLang-only ones with nothing to avoid
         out.append("")
-        out.extend(wrap(f"nothing known on {archs[0]} for {len(nothing)} more options, every "
-                        "choice unknown (safe to try, no promise; --verbose lists them)",
-                        "", "  "))
+        out.extend(wrap(f"nothing to avoid on {archs[0]} for {len(nothing) + len(calm)} more "
+                        "options (safe to try, no promise; --verbose lists them)", "", "  "))
     elif nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
@@ -218,10 +224,10 @@ def _avoid_words(group: ArchGroup, style: _Style) -> str:
                      for verdict, choices in by_verdict.items())
 
 
-def _folded(answers: list[OptionAnswer], style: _Style) -> list[str]:
-    """SGLang-only options, one line each: what to avoid, by verdict."""
-    out = [("SGLang-only options (no kernel on their paths), what to avoid; why: guardscan "
-            "explain:")]
+def _folded(answers: list[OptionAnswer], style: _Style) -> tuple[list[str], list[str]]:
+    """SGLang-only options, one line each: what to avoid, by verdict; and the
+    options with nothing to avoid (counted with those nothing is known of)."""
+    out: list[str] = []
     calm: list[str] = []
     for answer in answers:
         group = answer.groups[0]
@@ -230,9 +236,10 @@ def _folded(answers: list[OptionAnswer], style: _Style) -> list[str]:
             continue
         out.extend(wrap(f"{style(answer.option, 'option')}  avoid "
                         f"{_avoid_words(group, style)}", "  ", "      "))
-    if calm:
-        out.extend(wrap(f"nothing to avoid: {', '.join(calm)}", "  ", "      "))
-    return out
+    if out:
+        out.insert(0, "SGLang-only options (no kernel on their paths), what to avoid; why: "
+                   "guardscan explain:")
+    return out, calm
 
 
 def _default_words(default: str | None) -> str:
@@ -274,28 +281,53 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
                  else "no deciding line recorded")
         reason = short_reason(avoid.deciding) if avoid.deciding else ""
         head = f"{indent}avoid  {avoid.choice}{mark} ({word}): "
-        line = head + (f"{reason}, " if reason else "") + where
-        if _visible_len(line) <= WIDTH:
-            out.append(line)
+        kind = avoid.deciding.kind if avoid.deciding and reason else ""
+        for words in (reason, kind, ""):  # the whole reason, the kind, the place
+            line = head + (f"{words}, " if words else "") + where
+            if _visible_len(line) <= WIDTH:
+                out.append(line)
+                break
         else:  # the place on a line of its own: a cut path is no use
             out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
-    for caveats, but in group.shared:
-        places = ", ".join(f"{c.path}:{c.line}" for c in caveats)
-        who = f"every choice but {', '.join(but)}" if but else "every choice"
-        out.extend(wrap(f"{who}: may still raise: {places}", f"{indent}*      ", rest))
-    # choices marked for the same reason share one line
+    # choices marked for the same condition share one line
     reasons: dict[str, list[str]] = {}
     for marker in group.markers:
         if marker.conditions:
-            why = "; ".join(marker.conditions)
-        else:
-            places = ", ".join(f"{c.path}:{c.line}" for c in marker.caveats)
-            why = f"may still raise: {places}"
-        reasons.setdefault(why, []).append(marker.choice)
+            reasons.setdefault("; ".join(marker.conditions), []).append(marker.choice)
     for why, choices in reasons.items():
         out.extend(wrap(f"{', '.join(choices)}: {why}", f"{indent}*      ", rest))
+    if group.shared or any(not m.conditions and m.caveats for m in group.markers):
+        raising = wrap(_raising_words(group), f"{indent}*      ", rest)
+        if len(raising) > 1:  # a place that does not fit on the line: explain shows it
+            raising = min(raising, wrap(_raising_words(group, place=False),
+                                        f"{indent}*      ", rest), key=len)
+        out.extend(raising)
     return out
+
+
+def _raising_words(group: ArchGroup, place: bool = True) -> str:
+    """One entry for every choice of the group that may still raise: who, and
+    where (``place``; else ``guardscan explain`` shows each place)."""
+    who: list[str] = []
+    places: dict[tuple[str, int], None] = {}
+    covered: set[str] = set()
+    for caveats, but in group.shared:
+        who.append(f"every choice but {', '.join(but)}" if but else "every choice")
+        covered |= {c for c in group.marked_choices if c not in but}
+        places.update(((c.path, c.line), None) for c in caveats)
+    for marker in group.markers:
+        if marker.conditions or not marker.caveats:
+            continue
+        places.update(((c.path, c.line), None) for c in marker.caveats)
+        if marker.choice not in covered:
+            who.append(marker.choice)
+    if not who:
+        return ""
+    if place:
+        return f"{', '.join(who)}: may still raise: " + ", ".join(
+            f"{path}:{line}" for path, line in places)
+    return f"{', '.join(who)}: may still raise (where: guardscan explain)"
 
 
 def field_line(note: FieldNote, *, choice: bool = True) -> str:
