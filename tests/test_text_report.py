@@ -283,6 +283,16 @@ def test_a_caveat_every_choice_shares_is_said_once() -> None:
     assert [line for line in lines if line.startswith("  *")] == [
         "  *      cutlass: may still raise: sglang/srt/layers/moe/cutlass_moe.py:149",
     ]
+    # a group, and the one choice it leaves out with a caveat of its own: apart
+    result.backends = [
+        BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, (shared,)),
+        BackendVerdict(flag, "cutlass", "sm120", None, Verdict.UNKNOWN, (shared,)),
+        BackendVerdict(flag, "marlin", "sm120", None, Verdict.UNKNOWN, (own,)),
+    ]
+    lines = text(result).splitlines()
+    assert [line for line in lines if line.startswith("  *")] == [
+        "  *      every choice but marlin; marlin: may still raise (where: guardscan explain)",
+    ]
 
 
 def test_the_founding_question_fits_on_a_screen() -> None:

@@ -310,6 +310,7 @@ def _raising_words(group: ArchGroup, place: bool = True) -> str:
     """One entry for every choice of the group that may still raise: who, and
     where (``place``; else ``guardscan explain`` shows each place)."""
     who: list[str] = []
+    own: list[str] = []
     places: dict[tuple[str, int], None] = {}
     covered: set[str] = set()
     for caveats, but in group.shared:
@@ -321,13 +322,14 @@ def _raising_words(group: ArchGroup, place: bool = True) -> str:
             continue
         places.update(((c.path, c.line), None) for c in marker.caveats)
         if marker.choice not in covered:
-            who.append(marker.choice)
-    if not who:
+            own.append(marker.choice)
+    # "every choice but a; a": a group and a choice it leaves out stay apart
+    said = "; ".join([*who, *([", ".join(own)] if own else [])])
+    if not said:
         return ""
     if place:
-        return f"{', '.join(who)}: may still raise: " + ", ".join(
-            f"{path}:{line}" for path, line in places)
-    return f"{', '.join(who)}: may still raise (where: guardscan explain)"
+        return f"{said}: may still raise: " + ", ".join(f"{path}:{line}" for path, line in places)
+    return f"{said}: may still raise (where: guardscan explain)"
 
 
 def field_line(note: FieldNote, *, choice: bool = True) -> str:
