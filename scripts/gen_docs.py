@@ -637,9 +637,13 @@ def _documented_machine(cwd: Path, cache: Path) -> Iterator[None]:
         raise OSError("no NVML on the documented machine")
 
     saved_env = {name: os.environ.get(name) for name in ("GUARDSCAN_CACHE_DIR", "COLUMNS",
-                                                         "NO_COLOR")}
+                                                         "NO_COLOR", "GUARDSCAN_CACHE_LIMIT")}
     saved = (os.getcwd(), guardscan.arch.NVIDIA_SMI, guardscan.gpu._load_nvml)
-    os.environ.update(GUARDSCAN_CACHE_DIR=str(cache), COLUMNS=str(HELP_COLUMNS), NO_COLOR="1")
+    # the cache is the test suite's, which holds more than the default size
+    # limit: no documented scan evicts a release the suite reads (as in
+    # tests/conftest.py)
+    os.environ.update(GUARDSCAN_CACHE_DIR=str(cache), COLUMNS=str(HELP_COLUMNS), NO_COLOR="1",
+                      GUARDSCAN_CACHE_LIMIT="0")
     os.chdir(cwd)
     guardscan.arch.NVIDIA_SMI = "guardscan-docs-no-nvidia-smi"
     guardscan.gpu._load_nvml = no_nvml
