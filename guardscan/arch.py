@@ -104,6 +104,8 @@ class ArchInfo:
     min_cuda: tuple[int, int] | None
     gpus: tuple[str, ...]
     aliases: tuple[str, ...]
+    #: the machines (``aarch64``) of every system it ships in; empty: any
+    hosts: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -126,7 +128,8 @@ def known_archs() -> tuple[ArchInfo, ...]:
         cuda = entry.get("min_cuda")
         out.append(ArchInfo(arch, entry.get("family", ""), bool(entry.get("standard")),
                             (int(cuda[0]), int(cuda[1])) if cuda else None,
-                            tuple(entry.get("gpus", ())), tuple(entry.get("aliases", ()))))
+                            tuple(entry.get("gpus", ())), tuple(entry.get("aliases", ())),
+                            tuple(entry.get("hosts", ()))))
     return tuple(sorted(out, key=lambda info: info.arch))
 
 

@@ -45,6 +45,7 @@ from guardscan.results import (
 from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
 
 if TYPE_CHECKING:
+    from guardscan.binaries.pinned import CompiledSource
     from guardscan.kernels.cubins import CubinSource
 
 __all__ = ["Analysis", "ScanOptions", "UnknownChoiceError", "analyse", "as_archs", "scan"]
@@ -58,6 +59,9 @@ class ScanOptions:
     options: list[str] | None = None  # flags to judge; None = every backend option
     kernels: bool = True
     flashinfer: str | None = None
+    #: which pinned compiled packages to read: "all" (None), "none", or
+    #: distribution names, comma-separated (``binaries.pinned.selected_dists``)
+    compiled: str | None = None
     cache_dir: Path | None = None
     use_cache: bool = True
     offline: bool = False
@@ -126,6 +130,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
     kernel_tree: SourceTree | None = None
     kernel_note: ScanNote | None = None
     cubins = None
+    compiled = None
     if opts.kernels:
         try:
             kernel_tree = acquire_kernels(tree, opts.flashinfer, cache_dir=cache_dir,
@@ -138,6 +143,11 @@ def _analyse(opts: ScanOptions) -> Analysis:
 
             _say(opts, "reading the pinned cubin package")
             cubins = cubin_source(tree, kernel_tree, cache_dir, offline=opts.offline)
+        from guardscan.binaries.pinned import compiled_source, selected_dists
+
+        compiled = compiled_source(tree, cache_dir, offline=opts.offline,
+                                   dists=selected_dists(opts.compiled),
+                                   say=lambda message: _say(opts, message))
     memo = None
     started = time.time()
     if opts.use_cache:
@@ -147,7 +157,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
             (), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None,
-            cubins.key if cubins is not None else None),
+            cubins.key if cubins is not None else None,
+            compiled.key if compiled is not None else None),
             reuse_results=not opts.full)
         cached = memo.load(tree, kernel_tree)
         if memo.reuse_results:
@@ -168,7 +179,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
         index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, memo, index, catalog,
-                               options, cubins)
+                               options, cubins, compiled)
     finally:
         if warmer is not None:
             warmer.stop()
@@ -253,7 +264,8 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
                     kernel_note: ScanNote | None, memo: ScanMemo | None, index: Index,
                     catalog: OptionCatalog, options: list[OptionInfo],
-                    cubins: CubinSource | None = None) -> Analysis:
+                    cubins: CubinSource | None = None,
+                    compiled: CompiledSource | None = None) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     modes = getattr(catalog, "modes", [])
     model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
@@ -265,8 +277,12 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     backend_enums = [e for e in catalog.enums if dests.intersection(e.option_dests)]
     enum_names = [e.qualname.rsplit(".", 1)[-1] for e in backend_enums]
     enum_methods = [m for e in backend_enums for m, _ in e.predicates]
+    # the pinned compiled packages' import names are kernel packages too
+    roots = sorted({r for p in (compiled.packages if compiled is not None else ())
+                    for r in p.roots})
     links = collect_links(index, vocab, catalog.options, catalog.quantization, enum_names,
-                          enum_methods, units=memo.link_units() if memo is not None else None,
+                          enum_methods, kernel_packages=("flashinfer", *roots),
+                          units=memo.link_units() if memo is not None else None,
                           modes=modes)
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
@@ -304,6 +320,13 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                                              str(kernel_tree.root / kernel_tree.package)))
         if kernel_note is not None:
             result.notes.append(kernel_note)
+        if compiled is not None and (compiled.packages or compiled.diagnostics):
+            from guardscan.binaries.judge import CompiledJudge
+
+            kernel_judge = CompiledJudge(kernel_judge, compiled)
+            for package in compiled.packages:
+                name, _, version = package.label.partition(" ")
+                result.kernels.append(PackageRef(name, version or None, str(package.wheel)))
     else:
         result.notes.append(ScanNote("kernels", "kernel library not read (--no-kernels): "
                                      "SGLang-only verdicts", reason="--no-kernels"))

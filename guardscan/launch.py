@@ -541,7 +541,7 @@ def _archs_of(arch: str | Arch | Sequence[str | Arch]) -> list[Arch]:
 def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
               target: str | None = None, flashinfer: str | None = None, *,
               cache_dir: Path | None = None, kernels: bool = True, use_cache: bool = True,
-              offline: bool = False,
+              offline: bool = False, compiled: str | None = None,
               progress: Callable[[str], None] | None = None,
               reports: Sequence[str | Path] = (), field: str = "fail") -> Preflight:
     """Are the backend flags of this launch command safe to try on ``arch``?
@@ -551,7 +551,8 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     ``"12.0"``), an ``Arch``, a list of them, or ``"auto"`` for this machine's
     GPU (NVML, else nvidia-smi). ``target``: what ``guardscan TARGET`` takes;
     None = the installed sglang. ``flashinfer``: the kernel library to pair
-    with (default: the one the target pins). The other keywords are those of
+    with (default: the one the target pins). ``compiled``: which pinned compiled
+    packages to read (``"all"``/None, ``"none"``, or names). The other keywords are those of
     ``guardscan.scan`` (``progress`` is called with a few words per stage).
     ``reports``: field-report files to read besides guardscan's own and a
     target checkout's ``.guardscan-reports.toml``; ``field``: ``"fail"`` (a
@@ -577,13 +578,13 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     choices: tuple[str, ...] | None = None
     try:
         result, root, choices = scan_once(target, archs, quantization, flashinfer, cache_dir,
-                                      kernels, use_cache, offline, progress)
+                                      kernels, use_cache, offline, progress, compiled)
     except UnknownChoiceError as exc:
         if exc.flag != QUANTIZATION_FLAG:
             raise
         choices = exc.choices  # judged without it; the problem is reported
         result, root, _ = scan_once(target, archs, None, flashinfer, cache_dir, kernels,
-                                use_cache, offline, progress)
+                                use_cache, offline, progress, compiled)
     package = result.target.package
     answer = judge_launch(
         result, launch,

@@ -31,6 +31,7 @@ MESSAGES: dict[str, str] = {
     # kernels: the kernel library's facts
     "unresolved-kernel": "`{target}` is not defined in {library}",
     "cubin-package-failed": "{wheel}: {reason}; its cubins decide nothing",
+    "compiled-package-failed": "{wheel}: {reason}; its libraries decide nothing",
     "cpp-parse-failed": "C++ not read: {reason}; its checks decide nothing",
     # index: files
     "file-failed": "{reason}",

@@ -115,6 +115,12 @@ class Evidence:
                 stated(self.args))
 
     @property
+    def place(self) -> str:
+        """``path:line``, or the path alone for a fact of a whole file (line 0:
+        a compiled library's fatbin)."""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    @property
     def decides(self) -> bool:
         return self.status == Status.DECIDES.value
 

@@ -82,11 +82,20 @@ def stream_of(data: bytes, name: str = "x.so") -> ForwardSource:
 
 
 @pytest.mark.parametrize("module", ["model", "source", "elf", "fatbin", "library",
-                                    "wheel_members", "cache", "driver", "packages", "compat"])
+                                    "wheel_members", "cache", "driver", "packages", "compat",
+                                    "python", "pinned", "judge"])
 def test_docstring_examples(module: str) -> None:
     mod = importlib.import_module(f"guardscan.binaries.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"{module} has no example"
+    assert result.failed == 0
+
+
+def test_compiled_rule_examples() -> None:
+    from guardscan.verdict.rules import compiled
+
+    result = doctest.testmod(compiled, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
     assert result.failed == 0
 
 

@@ -118,6 +118,7 @@ def run(argv: list[str]) -> int:
     try:
         answer = preflight(launch, args.arch, args.target, args.flashinfer,
                            cache_dir=args.cache_dir, kernels=not args.no_kernels,
+                           compiled=args.compiled,
                            use_cache=not args.no_cache, offline=args.offline, progress=say,
                            reports=args.reports, field=mode)
     except FieldReportError as exc:

@@ -78,6 +78,11 @@ def add_flashinfer(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flashinfer", metavar="PATH|WHEEL|SPEC",
                         help="kernel library to pair with (default: the version the target "
                              "pins, else the installed flashinfer)")
+    parser.add_argument("--compiled", metavar="all|none|DIST[,DIST]",
+                        help="which compiled kernel packages the target pins to read "
+                             "(sglang-kernel, sgl-flash-mla, sgl-deep-ep, ...: their fatbins say "
+                             "which GPUs their code is built for; default: all; "
+                             "--no-kernels reads none)")
 
 
 def add_cache_args(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +177,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         options=split_flags(getattr(args, "option_list", None)),
         kernels=not args.no_kernels,
         flashinfer=args.flashinfer,
+        compiled=getattr(args, "compiled", None),
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         offline=args.offline,

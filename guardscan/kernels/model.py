@@ -50,6 +50,7 @@ STRENGTH = {
     "artifacts": "tier b: precompiled cubins, they bound what a JIT spec may claim",
     "jit-spec": "tier c: what may compile, not which kernels exist",
     "dispatch": "a branch exists, its callee says more",
+    "binary": "tier b: the machine code a pinned package ships, read from its fatbin",
 }
 
 JIT_NOTE = "a JIT spec says what compiles for the arch, not which kernels exist"

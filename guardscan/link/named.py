@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from guardscan.guards import ExtV
+from guardscan.guards import ExtV, FuncV
 from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
@@ -112,6 +112,14 @@ class NamedModules:
             if parse_expr(call.func) is None:
                 continue
             callee = ctx.vocab.value(call.func, rel, call.scope, call.line)
+            if isinstance(callee, FuncV) and callee.rel != rel:
+                # a wrapper elsewhere in the tree (``kernels/ops/.../flash_mla_interface``):
+                # the kernel calls it makes are the choice's, one level down
+                cond = conj(region, self.conditions.path(facts, call.path, call.scope),
+                            self._called_when(facts, call.scope))
+                self._wrapper_kernel_calls(dest, choice, callee, cond, (
+                    link, Hop(rel, call.line, HopRole.CALL, call.func)), out)
+                continue
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
                             self._called_when(facts, call.scope))
@@ -119,6 +127,26 @@ class NamedModules:
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
                     literal_backend(ctx.vocab, facts, call), choice, True))
+
+    def _wrapper_kernel_calls(self, dest: str, choice: str, callee: FuncV, region: Predicate,
+                              hops: tuple[Hop, ...], out: Found) -> None:
+        """Calls into the kernel library made in ``callee``'s body (not deeper)."""
+        ctx = self.ctx
+        facts = ctx.index.view(callee.rel)
+        if facts is None:
+            return
+        for call in facts.in_tree("calls", callee.qualname):
+            if parse_expr(call.func) is None:
+                continue
+            target = ctx.vocab.value(call.func, callee.rel, call.scope, call.line)
+            if not (isinstance(target, ExtV) and target.path.split(".")[0] in
+                    ctx.kernel_packages):
+                continue
+            cond = conj(region, self.conditions.path(facts, call.path, call.scope))
+            out.kernel_calls.append(KernelCall(
+                dest, cond, target.path, callee.rel, call.line,
+                (*hops, Hop(callee.rel, call.line, HopRole.CALL, call.func)),
+                literal_backend(ctx.vocab, facts, call), choice, True))
 
     def _called_when(self, facts: FactsView, scope: str) -> Predicate:
         """When a private function of the module (``_forward_trtllm``) runs: the

@@ -122,7 +122,7 @@ def _side(label: str, verdict: BackendVerdict, archs: Sequence[str] = ()) -> lis
     if len(head) + len(ev.path) + 8 > WIDTH:  # a cut path is no use: on a line of its own
         out.append(head.rstrip())
         head = rest
-    where = f"{head}{ev.path}:{ev.line}"
+    where = f"{head}{ev.place}"
     text = ev.text.strip()
     room_for_text = WIDTH - len(where) - 2
     if text and room_for_text >= 12:
@@ -230,7 +230,7 @@ def _avoid_lines(choices: Sequence[ChoiceDiff]) -> list[str]:
             if ev is None:
                 continue
             out.append(f"           {choice.choice}  {verdict.arch}: "
-                       f"{verdict.verdict.value}, {ev.path}:{ev.line}")
+                       f"{verdict.verdict.value}, {ev.place}")
             out.extend(f"             {part}" for part in
                        _reason(ev, verdict.verdict, WIDTH - 13).splitlines())
     return out

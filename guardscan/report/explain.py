@@ -115,7 +115,7 @@ def _text(matches: list[BackendVerdict], stream: IO[str]) -> None:
             stream.write(f"  documented as {verdict.platform}-only\n")
         deciding = deciding_evidence(verdict)
         for number, ev in enumerate(ordered_hops(verdict), start=1):
-            stream.write(f"  {number:>2}. [{ev.role}] {ev.path}:{ev.line}  {ev.text}\n")
+            stream.write(f"  {number:>2}. [{ev.role}] {ev.place}  {ev.text}\n")
             if ev.note:
                 stream.write(_wrapped(ev.note, "      "))
             if ev is deciding:

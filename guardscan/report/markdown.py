@@ -127,7 +127,7 @@ def _star_line(verdict: BackendVerdict) -> str:
         why = "; ".join(_escape(c) for c in verdict.conditions)
     else:
         why = "a gate could still raise at " + ", ".join(
-            _code(f"{c.path}:{c.line}") for c in caveats(verdict))
+            _code(c.place) for c in caveats(verdict))
     return f"- \\* {_code(verdict.choice)} on {verdict.arch}: {why}"
 
 
@@ -176,7 +176,7 @@ def _field(result: ScanResult) -> list[str]:
 
 
 def _hop(ev: Evidence) -> str:
-    parts = [_code(f"{ev.path}:{ev.line}"), ev.role, _code(ev.text.strip()) if ev.text.strip()
+    parts = [_code(ev.place), ev.role, _code(ev.text.strip()) if ev.text.strip()
              else "(no text)"]
     if ev.note:
         parts.append(_escape(ev.note))

@@ -277,7 +277,7 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
     for avoid in group.avoid:
         word = style(avoid.verdict.value, avoid.verdict.value)
         mark = "*" if avoid.choice in star else ""
-        where = (f"{avoid.deciding.path}:{avoid.deciding.line}" if avoid.deciding
+        where = (avoid.deciding.place if avoid.deciding
                  else "no deciding line recorded")
         reason = short_reason(avoid.deciding) if avoid.deciding else ""
         head = f"{indent}avoid  {avoid.choice}{mark} ({word}): "

@@ -1,0 +1,95 @@
+"""binaries (judge): the kernel judge the verdict stage is handed, with the compiled packages beside the kernel library.
+
+What it does: a call into the kernel library (FlashInfer) goes to the kernel
+library's judge, unchanged; a call into a compiled package the release pins
+(its top-level import name: ``flash_mla``, ``sgl_kernel``, ``deep_ep``) is
+followed through that package's Python (``binaries.python``) and judged by
+``verdict.rules.compiled`` on the libraries it reaches. Anything else
+(torch, triton) is not covered, as before.
+
+Why it matters: the verdict rule over kernel calls (``verdict.rules.kernels``)
+already says how a call's reach and its answer make a verdict; the compiled
+packages are one more source of answers to it, so a required call whose
+libraries hold no code for the arch makes the choice ``unsupported`` like any
+other excluding kernel fact, and an undecided one is a caveat.
+
+Known limits: answers are computed from the cached facts on each scan
+(milliseconds; nothing is stored beside the kernel library's answers). A
+call the package's Python does not define is arch-neutral, not reported.
+
+Example::
+
+    >>> from guardscan.binaries.pinned import CompiledSource
+    >>> judge = CompiledJudge(None, CompiledSource(reason="none pinned"))
+    >>> judge.diagnostics()
+    []
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from guardscan.arch import Arch
+from guardscan.binaries.pinned import CompiledSource
+from guardscan.link import KernelCall
+from guardscan.predicate import Tri
+from guardscan.results import Diagnostic, Evidence
+from guardscan.verdict import KernelJudge
+from guardscan.verdict.rules.compiled import judge_compiled
+
+__all__ = ["CompiledJudge"]
+
+
+class CompiledJudge(KernelJudge):
+    """``inner`` (the kernel library's judge, or None) plus the compiled packages."""
+
+    def __init__(self, inner: KernelJudge | None, source: CompiledSource) -> None:
+        self.inner = inner
+        self.source = source
+        self._memo: dict[tuple[str, Arch], tuple[Tri, list[Evidence]]] = {}
+        self.faults: list[Diagnostic] = getattr(inner, "faults", [])
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _compiled(self, call: KernelCall) -> bool:
+        return self.source.package_for(call.target) is not None
+
+    def covers(self, call: KernelCall) -> bool:
+        if self.inner is not None and self.inner.covers(call):
+            return True
+        return self._compiled(call)
+
+    def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
+        if self.inner is not None and self.inner.covers(call):
+            return self.inner.support(call, arch)
+        key = (call.target, arch)
+        if key not in self._memo:
+            self._memo[key] = self._judge(call.target, arch)
+        value, chain = self._memo[key]
+        return value, list(chain)
+
+    def _judge(self, target: str, arch: Arch) -> tuple[Tri, list[Evidence]]:
+        package = self.source.package_for(target)
+        if package is None:
+            return Tri.UNKNOWN, []
+        reach = package.python.reach(target)
+        if reach is None:
+            return Tri.UNKNOWN, []
+        return judge_compiled(reach, package.libraries, arch, package.label, package.machine)
+
+    def delegate(self, call: KernelCall, arch: Arch) -> str | None:
+        if self.inner is not None and self.inner.covers(call):
+            return self.inner.delegate(call, arch)
+        return None
+
+    def store_answers(self) -> None:
+        store = getattr(self.inner, "store_answers", None)
+        if store is not None:
+            store()
+
+    def diagnostics(self) -> list[Diagnostic]:
+        inner = getattr(self.inner, "diagnostics", None)
+        return [*(inner() if inner is not None else ()), *self.source.diagnostics]

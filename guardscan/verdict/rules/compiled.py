@@ -1,0 +1,118 @@
+"""verdict rule (compiled): a call into a compiled package whose libraries hold no code the arch can load, unsupported.
+
+What it judges
+    A call SGLang makes into a compiled kernel package the release pins
+    (``flash_mla.flash_mla_with_kvcache``, ``sgl_kernel.flash_mla_with_kvcache``,
+    ``deep_ep.Buffer``), followed through the package's own Python to the
+    shared libraries it uses (``binaries.python``), against those libraries'
+    fatbin entries (``binaries.compat``: SASS of the same major at a lower or
+    equal minor, an ``a`` target on its own SM only, PTX for an older arch).
+Why it matters
+    The kernels of these packages exist only as the machine code their
+    wheels ship. When none of the libraries a call uses holds code the GPU
+    could load, the first kernel launch fails ("no kernel image is available
+    for execution on the device"), whatever SGLang's Python admits.
+Known limits
+    Exclusion only: code for an arch is no proof the kernel runs there
+    (``supported`` needs a check that says so), so an arch some entry could
+    load is left to the other facts. A library with no fatbin (host code,
+    or a package that compiles its kernels at run time, like DeepGEMM), a
+    library that could not be read, or a call the package's Python does not
+    lead to any library decides nothing, and so does one with another way
+    out (``return f(...)`` where ``f`` reaches no library: sgl-kernel's
+    ``flash_attn_varlen_func`` returns the pure-Python FA4 for ``ver=4``
+    before its compiled op). The wheel read is the one pip
+    picks for this machine (x86_64 here); a GPU that only ships in systems
+    of another CPU (GB10, Jetson: aarch64, ``data/architectures.json``) is
+    not judged by it, and another machine's wheel can differ (sglang-kernel
+    0.4.10's aarch64 wheel holds ``sm_121a``, its x86_64 wheel does not). Which of a package's libraries
+    registers an op is not read: a module that imports no library by name is
+    judged by every library of its package, so one library with code for the
+    arch keeps the call undecided. Facts are per library: which of its
+    kernels a call launches is not told apart.
+Example
+    ``--attention-backend flashmla`` on sm120 (sglang 0.5.23): its decode
+    calls ``flash_mla.flash_mla_with_kvcache``, which calls ``torch.ops`` ops
+    registered by ``flash_mla/cuda.abi3.so`` (SASS sm_100a sm_103a sm_107a)
+    or ``flash_mla/_C_legacy.abi3.so`` (SASS sm_90a sm_100a sm_103a sm_107a);
+    neither holds code sm120 can load: ``unsupported``. On sm90 the legacy
+    library holds ``sm_90a``: nothing is decided here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from guardscan.arch import Arch
+from guardscan.binaries.compat import loadable_entries
+from guardscan.binaries.model import LibraryFacts, LibraryOutcome
+from guardscan.binaries.python import Reach
+from guardscan.evidence import FactKind, Status, args_of
+from guardscan.kernels.model import STRENGTH as KERNEL_STRENGTH
+from guardscan.predicate import Tri
+from guardscan.results import Evidence, Role
+
+__all__ = ["STRENGTH", "judge_compiled", "library_text"]
+
+STRENGTH = KERNEL_STRENGTH["binary"]
+
+
+def library_text(facts: LibraryFacts) -> str:
+    """``SASS sm_90a sm_100a; PTX none``: what a library holds, in cuobjdump's terms."""
+    sass = " ".join(facts.sass_targets) or "none"
+    ptx = " ".join(facts.ptx_targets) or "none"
+    return f"SASS {sass}; PTX {ptx}"
+
+
+def judge_compiled(reach: Reach, libraries: Mapping[str, LibraryOutcome], arch: Arch,
+                   package: str, machine: str = "") -> tuple[Tri, list[Evidence]]:
+    """FALSE with the chain (the package's Python, then each library) when no
+    library ``reach`` uses holds code ``arch`` can load; otherwise UNKNOWN
+    with no chain (arch-neutral here: the other facts decide). ``machine``:
+    the CPU the wheel was built for (``x86_64``; "" for any); a GPU whose
+    systems all have another CPU (GB10: ``aarch64``) is not judged by it.
+
+    >>> from guardscan.arch import Arch
+    >>> from guardscan.binaries.model import FatbinEntry, LibraryFacts
+    >>> from guardscan.binaries.python import Reach
+    >>> def lib(path, *sms):
+    ...     return LibraryFacts(path, 1, (".nv_fatbin",), 1, tuple(
+    ...         FatbinEntry(".nv_fatbin", 0, 0, 2, sm, "a", 0, 64, 0, "", 0, 0, (1, 8), sm)
+    ...         for sm in sms))
+    >>> reach = Reach("pkg.run", ("pkg/_lib.so",), ())
+    >>> judge_compiled(reach, {"pkg/_lib.so": lib("pkg/_lib.so", 90, 100)}, Arch(12, 0),
+    ...                "pkg 1.0")[0].value
+    'false'
+    >>> judge_compiled(reach, {"pkg/_lib.so": lib("pkg/_lib.so", 90, 100)}, Arch(9, 0),
+    ...                "pkg 1.0")[0].value
+    'unknown'
+    """
+    if not reach.libraries or reach.escape is not None:
+        return Tri.UNKNOWN, []
+    hosts = arch.info.hosts if arch.info is not None else ()
+    if machine and hosts and machine not in hosts:
+        return Tri.UNKNOWN, []  # no such GPU runs this wheel
+    read: list[LibraryFacts] = []
+    for member in reach.libraries:
+        facts = libraries.get(member)
+        if not isinstance(facts, LibraryFacts) or not facts.fatbin_sections:
+            return Tri.UNKNOWN, []  # unread, or host code / a JIT package: nothing to say
+        if loadable_entries(facts, arch.major, arch.minor):
+            return Tri.UNKNOWN, []
+        read.append(facts)
+    chain = [Evidence.of(hop.rel, hop.line, Role.KERNEL.value, hop.text, FactKind.MODULE,
+                         args_of(text=f"in {package}" if index == 0 else ""))
+             for index, hop in enumerate(reach.hops)]
+    which = ("the op's library is not read: every library of the package"
+             if reach.how == "package" else "")
+    for index, facts in enumerate(read):
+        last = index == len(read) - 1
+        chain.append(Evidence.of(
+            facts.path, 0, Role.KERNEL.value, library_text(facts), FactKind.BINARY, args_of(
+                fact=FactKind.BINARY.value, strength=STRENGTH,
+                predicate=f"code {arch.name} can load", value=Tri.FALSE.value,
+                detail=(f"{package}{f' ({machine})' if machine else ''}: "
+                        f"{len(facts.entries)} entries, none loadable on "
+                        f"{arch.name}" + (f"; {which}" if which and last else ""))),
+            Status.CONTEXT))
+    return Tri.FALSE, chain
