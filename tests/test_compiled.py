@@ -247,3 +247,44 @@ def test_a_return_into_code_that_reaches_no_library_is_another_way_out(tmp_path:
     assert reach is not None and reach.escape is not None
     assert (reach.escape.rel, reach.escape.line) == ("sgl_kernel/attn.py", 8)
     assert _judge(wheel, "sgl_kernel.varlen", "sm100") == ("unknown", [])
+
+
+# --------------------------------------------------------------------------
+# Real releases (marker ``real``): the pins sglang 0.5.23 and 0.5.9 make, read
+# from their wheels in the shared test cache. The archs are the truth files'
+# (one stored result answers both).
+
+TRUTH_ARCHS = ["sm80", "sm90", "sm100", "sm120"]
+
+
+def _real(version: str):  # type: ignore[no-untyped-def]
+    import realtrees
+
+    with realtrees.one_at_a_time("truth", version, None, str(realtrees.shared_cache_dir())):
+        return analyse(ScanOptions(target=f"sglang=={version}", options=[
+            "--attention-backend", "--prefill-attention-backend", "--decode-attention-backend"],
+            archs=parse_arch_list(TRUTH_ARCHS), kernels=True,
+            cache_dir=realtrees.shared_cache_dir())).result
+
+
+@pytest.mark.real
+@pytest.mark.parametrize(("version", "libraries"), [
+    ("0.5.23", {"flash_mla/cuda.abi3.so", "flash_mla/_C_legacy.abi3.so"}),
+    ("0.5.9", {"sgl_kernel/flashmla_ops.abi3.so"}),
+])
+def test_flashmla_has_no_code_for_sm120_in_the_pinned_wheels(version: str,
+                                                             libraries: set[str]) -> None:
+    result = _real(version)
+    got = {(v.option, v.arch): v for v in result.backends if v.choice == "flashmla"}
+    for option in ("--attention-backend", "--prefill-attention-backend",
+                   "--decode-attention-backend"):
+        for arch in ("sm80", "sm120"):
+            verdict = got[(option, arch)]
+            assert verdict.verdict.value == "unsupported", (option, arch)
+            deciding = [e for e in verdict.evidence if e.decides]
+            assert len(deciding) == 1 and deciding[0].kind == "binary"
+            assert deciding[0].tier == "b" and deciding[0].path in libraries
+            assert "PTX none" in deciding[0].text
+        # code for sm90 and sm100 is there: the binaries decide nothing
+        for arch in ("sm90", "sm100"):
+            assert got[(option, arch)].verdict.value == "unknown", (option, arch)

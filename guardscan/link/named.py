@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from guardscan.guards import ExtV, FuncV
 from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
+from guardscan.link.ifexp import conditional_calls
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens
 from guardscan.predicate import (
@@ -43,6 +44,7 @@ class NamedModules:
     def __init__(self, ctx: LinkContext, conditions: Conditions) -> None:
         self.ctx = ctx
         self.conditions = conditions
+        self._ifexp: dict[str, dict[int, list[tuple[str, str, bool]]]] = {}
 
     def modules(self) -> list[tuple[str, str, str]]:
         """(dest, choice, rel) for modules named for a choice inside the option's package."""
@@ -161,7 +163,23 @@ class NamedModules:
         if not sites:
             return Unknown(f"{name}() is called")
         conditions = self.conditions
-        return disj(*(conditions.path(facts, c.path, c.scope) for c in sites))
+        branches = self._conditional_calls(facts.rel)
+        return disj(*(conj(conditions.path(facts, c.path, c.scope), *(
+            Unknown(test) if in_body else neg(Unknown(test))
+            for called, test, in_body in branches.get(c.line, ()) if called == name))
+            for c in sites))
+
+    def _conditional_calls(self, rel: str) -> dict[int, list[tuple[str, str, bool]]]:
+        """The calls of ``rel`` in a branch of a conditional expression (its
+        facts, which the caller read, change whenever its source does)."""
+        cache = self._ifexp
+        if rel not in cache:
+            try:
+                data = self.ctx.index.tree.path_of(rel).read_bytes()
+            except OSError:
+                data = b""
+            cache[rel] = conditional_calls(data)
+        return cache[rel]
 
     def scan_guarded_names(self, dest: str, choice: str, rel: str, out: Found) -> None:
         """Names bound only under a device guard, used in the choice's module."""
