@@ -179,8 +179,8 @@ def test_sglang_059_on_sm120(capsys: pytest.CaptureFixture[str]) -> None:
                            "--", *DONE_WHEN)
     assert (code, err) == (ExitCode.FOUND, "")
     lines = out.splitlines()
-    assert lines[0] == ("guardscan check: sglang 0.5.9 with flashinfer 0.6.3, on sm120 "
-                        "(RTX PRO 6000, RTX 5090, ...), --quantization modelopt_fp4")
+    assert lines[0] == ("guardscan check: sglang 0.5.9 with flashinfer 0.6.3, sgl-kernel 0.3.21, "
+                        "on sm120 (RTX PRO 6000, RTX 5090, ...), --quantization modelopt_fp4")
     moe, field, fp4 = lines[1], lines[2], lines[3]
     assert moe.split()[:3] == ["--moe-runner-backend", "flashinfer_trtllm", "unsupported"]
     assert "jit-spec (tier c): capability major in [10]" in moe

@@ -30,7 +30,9 @@ def _show(verdict: BackendVerdict) -> str:
 
 def test_pairing_reads_the_pinned_version(pair_059_063: Any) -> None:
     kernels = pair_059_063.result.kernels
-    assert [(k.package, k.version) for k in kernels] == [("flashinfer", "0.6.3")]
+    # FlashInfer, then the compiled packages the release pins (their fatbins read)
+    assert [(k.package, k.version) for k in kernels] == [("flashinfer", "0.6.3"),
+                                                         ("sgl-kernel", "0.3.21")]
 
 
 def test_trtllm_moe_is_not_safe_on_sm120(pair_059_063: Any) -> None:
@@ -89,7 +91,8 @@ def test_explain_ends_at_the_jit_spec(pair_059_063: Any) -> None:
 
 def test_0523_pair_scans_with_kernel_evidence(pair_0523_072: Any) -> None:
     assert [(k.package, k.version) for k in pair_0523_072.result.kernels] == [
-        ("flashinfer", "0.7.2")]
+        ("flashinfer", "0.7.2"), ("sglang-kernel", "0.4.10"), ("sgl-flash-mla", "1.0.0"),
+        ("sgl-deep-gemm", "0.2.3.post2"), ("sgl-deep-ep", "0.1.2.post1")]
     kernel_lines = [e for b in pair_0523_072.result.backends for e in b.evidence
                     if e.role == "kernel"]
     assert kernel_lines, "no kernel evidence at all on the 0.5.23 + 0.7.2 pair"

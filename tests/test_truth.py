@@ -12,6 +12,7 @@ under the pytest tmp dir.
 from __future__ import annotations
 
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,10 @@ from truthcases import ARCHS, SAFE, UNSAFE, VERDICTS, Answer
 PAIR_FILES = truthcases.pair_files()
 _CASE_KEYS = {"option", "choice", "arch", "quantization", "verdict", "accept", "reason", "where"}
 _WHERE = re.compile(r"^(sglang/[\w./-]+\.py|flashinfer/[\w./-]+\.py"
-                    r"|flashinfer/data/[\w./-]+\.(?:cu|cuh|h|hpp|cpp|cc)):[1-9][0-9]*$")
+                    r"|flashinfer/data/[\w./-]+\.(?:cu|cuh|h|hpp|cpp|cc)):[1-9][0-9]*$"
+                    # a member of a pinned compiled wheel: a line of its Python, or a library
+                    r"|^(?:sglang-kernel|sgl-kernel|sgl-flash-mla|sgl-deep-ep|sgl-deep-gemm)=="
+                    r"[\w.]+/[\w./-]+(?:\.py:[1-9][0-9]*|\.so)$")
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -76,7 +80,7 @@ def test_truth_file_is_well_formed(path: Path) -> None:
             problems.append(f"{where}: no `where` lines")
         else:
             problems += [f"{where}: where {w!r} is not sglang/...py:N, flashinfer/...py:N "
-                         "or flashinfer/data/...(C++):N"
+                         "or flashinfer/data/...(C++):N, or DIST==V/member (.py:N or .so)"
                          for w in case["where"] if not (isinstance(w, str) and _WHERE.match(w))]
     assert not problems, "\n".join(problems)
 
@@ -91,6 +95,9 @@ def test_where_lines_exist_in_the_real_trees(path: Path) -> None:
     lines_of: dict[str, list[str]] = {}
     for case in data["cases"]:
         for where in case["where"]:
+            if "==" in where.split("/", 1)[0]:
+                problems += _wheel_member_problems(case, where)
+                continue
             rel, _, number = where.rpartition(":")
             file = roots[rel.split("/", 1)[0]] / rel
             if rel not in lines_of:
@@ -106,6 +113,26 @@ def test_where_lines_exist_in_the_real_trees(path: Path) -> None:
             elif not lines[line - 1].strip():
                 problems.append(f"{case['option']} {case['choice']} {case['arch']}: {where} is blank")
     assert not problems, "\n".join(problems)
+
+
+def _wheel_member_problems(case: dict[str, str], where: str) -> list[str]:
+    """A compiled wheel's member named in ``where``: it exists (a library), or
+    its line exists and is not blank (Python)."""
+    from guardscan.binaries.packages import download_compiled
+
+    spec, _, member = where.partition("/")
+    label = f"{case['option']} {case['choice']} {case['arch']}: {where}"
+    wheel = download_compiled(spec, realtrees.shared_cache_dir())
+    with zipfile.ZipFile(wheel) as archive:
+        name, _, number = member.rpartition(":") if member.endswith(tuple("0123456789")) \
+            else (member, "", "")
+        if name not in archive.namelist():
+            return [f"{label}: no member {name} in {wheel.name}"]
+        if number:
+            lines = archive.read(name).decode("utf-8").splitlines()
+            if int(number) > len(lines) or not lines[int(number) - 1].strip():
+                return [f"{label}: past the end or blank"]
+    return []
 
 
 @pytest.fixture(scope="module", params=PAIR_FILES, ids=_ids(PAIR_FILES))
@@ -157,8 +184,9 @@ def test_agreement_is_reported(pair_answers: list[Answer],
     quantizations = {a.case.quantization for a in pair_answers}
     for quantization in quantizations:
         case = next(a.case for a in pair_answers if a.case.quantization == quantization)
-        assert truthcases.paired_kernels(case, realtrees.shared_cache_dir()) == (
-            ("flashinfer", pair.flashinfer),), f"q={quantization}: FlashInfer not paired as the file says"
+        paired = truthcases.paired_kernels(case, realtrees.shared_cache_dir())
+        assert [k for k in paired if k[0] == "flashinfer"] == [
+            ("flashinfer", pair.flashinfer)], f"q={quantization}: FlashInfer not paired as the file says"
     missing = [a for a in pair_answers if not a.verdict]
     assert not missing, "guardscan gave no verdict for:\n" + "\n".join(map(_show, missing))
     agree = sum(a.agrees for a in pair_answers)

@@ -71,8 +71,12 @@ def _header(result: ScanResult, options: dict[str, Any]) -> list[str]:
     target = result.target
     what = f"{target.package} {target.version or '(version unknown)'}"
     if result.kernels:
-        what += " with " + ", ".join(f"{k.package} {k.version or '(version unknown)'}"
-                                     for k in result.kernels)
+        named = [f"{k.package} {k.version or '(version unknown)'}" for k in result.kernels]
+        # the kernel library by name; the compiled packages too while one line holds them
+        # (--format json lists every package read)
+        if len(named) > 2 and not options.get("verbose"):
+            named = [named[0], f"{len(named) - 1} compiled packages"]
+        what += " with " + ", ".join(named)
     archs = sorted_archs(result)
     line = f"guardscan {result.guardscan}: {what}, on {arch_names(archs)}"
     source = options.get("arch_source")
