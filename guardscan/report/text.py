@@ -278,13 +278,22 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
     if group.unknown:
         parts.append(f"{names(group.unknown)} (unknown)")
     out.extend(wrap("; ".join(parts) or "nothing: every choice is to avoid here", label, rest))
+    # choices decided by the same fact (verdict, line, reason) share one line
+    alike: dict[tuple[object, ...], list[str]] = {}
+    firsts = []
     for avoid in group.avoid:
+        key = (avoid.verdict.value, avoid.deciding.place if avoid.deciding else id(avoid),
+               short_reason(avoid.deciding) if avoid.deciding else "")
+        if key not in alike:
+            alike[key] = []
+            firsts.append(avoid)
+        alike[key].append(avoid.choice + ("*" if avoid.choice in star else ""))
+    for avoid, key in zip(firsts, alike):
         word = style(avoid.verdict.value, avoid.verdict.value)
-        mark = "*" if avoid.choice in star else ""
         where = (avoid.deciding.place if avoid.deciding
                  else "no deciding line recorded")
         reason = short_reason(avoid.deciding) if avoid.deciding else ""
-        head = f"{indent}avoid  {avoid.choice}{mark} ({word}): "
+        head = f"{indent}avoid  {', '.join(alike[key])} ({word}): "
         kind = avoid.deciding.kind if avoid.deciding and reason else ""
         for words in (reason, kind, ""):  # the whole reason, the kind, the place
             line = head + (f"{words}, " if words else "") + where

@@ -115,9 +115,6 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
     inside another public function of the kernel library (``KernelJudge.
     delegate``: ``shuffle_matrix_sf_a`` is supported where
     ``block_scale_interleave``, which many APIs call, is).
-    An exclusion by a compiled package's binaries (``rules.compiled``) under an
-    undecided condition is a caveat too: kernels neither reader sees (SGLang's
-    own Triton ones) may run instead, so it never joins "whatever runs fails".
     A call the library cannot judge (arch-restricted code whose facts do not
     say, e.g. a check that only rejects other archs) is a doubt: no
     ``supported``, no all-exclude ``unsupported``. A call with no fact anywhere
@@ -131,8 +128,6 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
     #: excluding calls made only for some value of another option (which
     #: that option's flag avoids): caveats, never "whatever runs fails"
     avoidable: list[list[Evidence]] = []
-    #: compiled-package exclusions of calls that may not be made
-    unseen: list[list[Evidence]] = []
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
         if reach is Tri.FALSE or values is None and not specific(call.condition, ctx, every):
@@ -150,10 +145,6 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
                 required_false.append(full)
             elif _chosen_elsewhere(call.condition, ctx):
                 avoidable.append(full)
-            elif _compiled_only(chain):
-                # a compiled package's missing code counts only for a call that
-                # is made: the choice's other code may be SGLang's own (Triton)
-                unseen.append(full)
             else:
                 falses.append(full)
         elif support is Tri.UNKNOWN:
@@ -176,24 +167,14 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
         # every call the choice can make excludes the arch (a helper that runs
         # there does not make the choice's kernels run)
         return Outcome(excluding=tuple(e for chain in [*falses[1:], falses[0]] for e in chain))
-    if trues and not falses and not doubts and not unseen:
+    if trues and not falses and not doubts:
         return Outcome(positive=tuple(e for chain in [*helper_trues, *trues] for e in chain))
     mixed = [e for chain in falses for e in noted(
         chain, "other kernel calls of the choice are not excluded: decides nothing",
         Status.CAVEAT)]
     mixed += [e for chain in avoidable for e in noted(
         chain, "made only for some value of another option: decides nothing", Status.CAVEAT)]
-    mixed += [e for chain in unseen for e in noted(
-        chain, "a compiled package's code, on a call that may not be made (SGLang's own "
-        "kernels may run instead): decides nothing", Status.CAVEAT)]
     return Outcome(caveats=(*mixed, *(e for chain in [*doubts, *helper_trues] for e in chain)))
-
-
-def _compiled_only(chain: list[Evidence]) -> bool:
-    """The exclusion is a compiled package's (``rules.compiled``): the kernels
-    of the choice that the kernel library and the binaries do not see (SGLang's
-    own Triton, a pure-Python package) may be what runs instead."""
-    return bool(chain) and chain[-1].kind == "binary"
 
 
 def _chosen_elsewhere(cond: Predicate, ctx: Context) -> bool:
