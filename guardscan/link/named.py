@@ -141,7 +141,9 @@ class NamedModules:
             if parse_expr(call.func) is None:
                 continue
             target = ctx.vocab.value(call.func, callee.rel, call.scope, call.line)
-            root = target.path.split(".")[0] if isinstance(target, ExtV) else ""
+            if not isinstance(target, ExtV):
+                continue
+            root = target.path.split(".")[0]
             # the compiled packages only: followed this way, FlashInfer's calls
             # through shared wrappers changed verdicts that its direct calls decide
             if root not in ctx.kernel_packages or root == "flashinfer":

@@ -288,12 +288,12 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
             alike[key] = []
             firsts.append(avoid)
         alike[key].append(avoid.choice + ("*" if avoid.choice in star else ""))
-    for avoid, key in zip(firsts, alike):
+    for avoid, shared in zip(firsts, alike.values()):
         word = style(avoid.verdict.value, avoid.verdict.value)
         where = (avoid.deciding.place if avoid.deciding
                  else "no deciding line recorded")
         reason = short_reason(avoid.deciding) if avoid.deciding else ""
-        head = f"{indent}avoid  {', '.join(alike[key])} ({word}): "
+        head = f"{indent}avoid  {', '.join(shared)} ({word}): "
         kind = avoid.deciding.kind if avoid.deciding and reason else ""
         for words in (reason, kind, ""):  # the whole reason, the kind, the place
             line = head + (f"{words}, " if words else "") + where
