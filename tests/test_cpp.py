@@ -4,6 +4,8 @@ per-file facts from snippets, conditions as predicates, and the fixture tree
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,43 @@ def test_a_source_outside_the_wheel_is_not_read() -> None:
     library = CppLibrary(FIXTURE, "flashinfer")
     assert library.source_rel("../../../etc/passwd") is None
     assert library.source_rel("fmha_launcher.cu") == "flashinfer/data/csrc/fmha_launcher.cu"
+
+
+@pytest.mark.parametrize("module", ["arch_if", "sm_switch"])
+def test_guard_form_examples(module: str) -> None:
+    mod = importlib.import_module(f"guardscan.cpp.{module}")
+    result = doctest.testmod(mod)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_file_facts_of_arch_stubs_launches_and_switches() -> None:
+    rel = "flashinfer/data/csrc/fp4_quant.cu"
+    facts = read_cpp(rel, (FIXTURE / rel).read_bytes())
+    by_name = {f.name: f for f in facts.functions}
+    # the trap stub is a check; the fallback is not
+    assert [(c.macro, c.condition, c.line, c.conditional) for c in by_name["to_e2m1"].checks] == [
+        ("#if __CUDA_ARCH__", "(defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 1000))", 3, False)]
+    assert by_name["to_half"].checks == ()
+    # a <<<>>> launch and cudaLaunchKernelEx both call the kernel
+    assert "quantize_kernel" in [c.callee for c in by_name["fp4_quantize"].calls]
+    assert "quantize_kernel" in [c.callee for c in by_name["fp4_quantize_ex"].calls]
+    [switch] = by_name["sm_dispatch"].checks
+    assert (switch.macro, switch.condition, switch.line) == ("switch", "sm == 90 || sm == 100", 40)
+
+
+@pytest.mark.parametrize(("function", "row"), [
+    # launch -> kernel -> device function whose code exists for sm100+ only
+    ("flashinfer.attention.fp4_quantize",
+     {"sm90": "false", "sm100": "unknown", "sm103": "unknown", "sm120": "unknown"}),
+    ("flashinfer.attention.fp4_quantize_ex",
+     {"sm90": "false", "sm100": "unknown", "sm103": "unknown", "sm120": "unknown"}),
+    # the switch allows 90 and 100; the launch after it traps on 90
+    ("flashinfer.attention.dispatch_by_sm",
+     {"sm90": "false", "sm100": "true", "sm103": "false", "sm120": "false"}),
+])
+def test_arch_stubs_and_switches_decide_through_the_launch(function: str,
+                                                           row: dict[str, str]) -> None:
+    judge = _judge()
+    assert _support(judge, function) == row
+    _, chain = judge.library.support(function, parse_arch("sm90"))
+    assert chain[-1].path == "flashinfer/data/csrc/fp4_quant.cu" and chain[-1].kind == "cpp-check"

@@ -23,8 +23,10 @@ Known limits
     No preprocessing: macros are not expanded, ``#if`` branches are all read,
     templates are read as written. Names are resolved by spelling within the
     files a JIT module compiles (and the headers they include), never by type.
-    ``#if __CUDA_ARCH__`` ranges and switches on the SM with a throwing
-    default are not read yet. A file the grammar cannot read gives one
+    ``#if __CUDA_ARCH__`` stubs that trap (``arch_if``) and switches on the
+    SM with a throwing default (``sm_switch``) are checks too; a kernel
+    launch (``k<<<...>>>(...)``, ``cudaLaunchKernelEx(&cfg, k, ...)``) is a
+    call of the kernel. A file the grammar cannot read gives one
     ``cpp-parse-failed`` diagnostic and no facts.
 Example
     ``explicit TllmGenFmhaRunner(...) : mSM(getSMVersion()) {
@@ -40,6 +42,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from guardscan.cpp.arch_if import MACRO as ARCH_IF
+from guardscan.cpp.arch_if import arch_if_condition
+from guardscan.cpp.sm_switch import MACRO as SWITCH
+from guardscan.cpp.sm_switch import switch_condition
+
 __all__ = ["CHECK_MACROS", "CppCall", "CppCheck", "CppExport", "CppFileFacts", "CppFunction",
            "read_cpp"]
 
@@ -54,6 +61,10 @@ _ATTR_MAJOR = "cudaDevAttrComputeCapabilityMajor"
 _ATTR_MINOR = "cudaDevAttrComputeCapabilityMinor"
 #: constructions through a factory: the template argument's constructor runs
 _FACTORY = re.compile(r"(?:^|::)make_(?:shared|unique)\s*<\s*([\w:]+)")
+#: launch calls and the index of the kernel they take
+LAUNCH_CALLS = {"cudaLaunchKernelEx": 1, "cudaLaunchKernel": 0, "cudaLaunchCooperativeKernel": 0,
+                "cudaLaunchKernelExC": 1}
+_LAUNCH = re.compile(r"\s*([A-Za-z_][\w:]*)\s*(?:<[^;]*?>)?\s*<<<")
 #: a file larger than this is not parsed (FlashInfer 0.7.2's largest source: 1.5 MB)
 MAX_CPP_BYTES = 8 << 20
 _CACHE_TEST = re.compile(r"\.\s*(?:end|cend)\s*\(\s*\)|\.\s*(?:count|contains)\s*\(")
@@ -252,9 +263,16 @@ def _function(node: Any, lines: list[str]) -> CppFunction | None:
     sm: set[str] = set()
     major: set[str] = set()
     minor: set[str] = set()
+    switches: list[Any] = []
     for child in _walk(node):
         kind = child.type
-        if kind == "field_initializer":
+        if kind == "preproc_if":
+            _arch_if(child, node, lines, checks)
+        elif kind == "switch_statement":
+            switches.append(child)
+        elif kind == "expression_statement":
+            _launch(child, node, calls)
+        elif kind == "field_initializer":
             _sm_initialiser(child, sm)
         elif kind == "init_declarator":
             value = child.child_by_field_name("value")
@@ -274,8 +292,40 @@ def _function(node: Any, lines: list[str]) -> CppFunction | None:
                                      _conditional(child, node)))
         elif kind == "call_expression":
             _call(child, node, lines, calls, checks, major, minor)
+    for switch in switches:
+        _switch(switch, node, lines, checks, sm | major | minor)
+    checks.sort(key=lambda c: c.line)
     return CppFunction(name, owner, node.start_point.row + 1, tuple(calls), tuple(checks),
                        tuple(sorted(sm)), tuple(sorted(major)), tuple(sorted(minor)))
+
+
+def _line_text(lines: list[str], line: int, default: str) -> str:
+    return (lines[line - 1].strip() if 0 < line <= len(lines) else default)[:200]
+
+
+def _arch_if(node: Any, function: Any, lines: list[str], checks: list[CppCheck]) -> None:
+    condition = arch_if_condition(node)
+    if condition is not None:
+        line = node.start_point.row + 1
+        checks.append(CppCheck(ARCH_IF, condition, line, _conditional(node, function),
+                               _line_text(lines, line, ARCH_IF)))
+
+
+def _switch(node: Any, function: Any, lines: list[str], checks: list[CppCheck],
+            names: set[str]) -> None:
+    condition = switch_condition(node, names, CHECK_MACROS)
+    if condition is not None:
+        line = node.start_point.row + 1
+        checks.append(CppCheck(SWITCH, condition, line, _conditional(node, function),
+                               _line_text(lines, line, SWITCH)))
+
+
+def _launch(node: Any, function: Any, calls: list[CppCall]) -> None:
+    """A kernel launch ``kernel<T><<<grid, block>>>(...)`` is a call of ``kernel``."""
+    match = _LAUNCH.match(_text(node))
+    if match is not None:
+        calls.append(CppCall(match.group(1), node.start_point.row + 1,
+                             _conditional(node, function)))
 
 
 def _sm_initialiser(node: Any, sm: set[str]) -> None:
@@ -329,6 +379,11 @@ def _call(node: Any, function: Any, lines: list[str], calls: list[CppCall],
             major.add(target)
         elif attr == _ATTR_MINOR:
             minor.add(target)
+        return
+    if short in LAUNCH_CALLS and len(items) > LAUNCH_CALLS[short]:
+        kernel = items[LAUNCH_CALLS[short]]
+        if kernel.type in ("identifier", "qualified_identifier", "template_function"):
+            calls.append(CppCall(_text(kernel).lstrip("&").split("<")[0], line, conditional))
         return
     factory = _FACTORY.search(name)
     if factory is not None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -50,7 +51,7 @@ from guardscan.cpp.facts import (
     _text,
     read_cpp,
 )
-from guardscan.predicate import Device, Predicate, Unknown, conj, disj, flip_op, neg
+from guardscan.predicate import TRUE, Device, Predicate, Unknown, conj, disj, flip_op, neg
 
 __all__ = ["MAX_CALL_DEPTH", "CppLibrary", "ReachedCheck", "condition_predicate"]
 
@@ -58,7 +59,9 @@ MAX_INCLUDE_DEPTH = 4
 MAX_CALL_DEPTH = 6
 MAX_DEFINITIONS = 3
 MAX_MODULE_FILES = 400
-_SCHEMA = 1
+_SCHEMA = 2  # 2: #if __CUDA_ARCH__ stubs, SM switches, kernel launches
+_CUDA_ARCH = "__CUDA_ARCH__"
+_ARCH_FEATURE = re.compile(r"__CUDA_ARCH_FEAT_SM(\d+)_ALL")
 _COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
 
 
@@ -295,6 +298,8 @@ class _Condition:
 
     def read(self, node: Any) -> Predicate:
         kind = node.type
+        if kind == "call_expression" and _text(node).startswith("defined"):
+            return self._defined(node)
         if kind == "parenthesized_expression" and node.named_children:
             return self.read(node.named_children[0])
         if kind == "unary_expression" and _text(node).startswith("!") and node.named_children:
@@ -314,8 +319,23 @@ class _Condition:
                         return found
         return Unknown(f"C++ condition `{_text(node)[:80]}`")
 
+    def _defined(self, node: Any) -> Predicate:
+        """``defined(__CUDA_ARCH__)`` holds in device code; ``defined(__CUDA_ARCH_FEAT_SM90_ALL)``
+        on that SM only (its ``a`` target)."""
+        name = _text(node)[len("defined"):].strip().strip("()").strip()
+        if name == _CUDA_ARCH:
+            self.device = True
+            return TRUE
+        feature = _ARCH_FEATURE.fullmatch(name)
+        if feature is not None:
+            self.device = True
+            return Device("sm", "==", int(feature.group(1)))
+        return Unknown(f"C++ condition `{_text(node)[:80]}`")
+
     def _quantity(self, node: Any) -> str | None:
         text = _text(node).strip()
+        if text == _CUDA_ARCH:
+            return "cuda_arch"
         if text in self.quantities:
             return self.quantities[text]
         if node.type == "field_expression":
@@ -347,4 +367,8 @@ class _Condition:
         if quantity is None or value is None:
             return None
         self.device = True
+        if quantity == "cuda_arch":  # major * 100 + minor * 10
+            if value % 10:
+                return Unknown(f"__CUDA_ARCH__ {op} {value}")
+            return Device("sm", op, value // 10)
         return Device(quantity, op, value)
