@@ -1,6 +1,6 @@
 """Benchmark guardscan on a real release against two baselines measured in the same run.
 
-    python3 bench/bench.py [--target sglang==0.5.23] [--no-kernels] [--json FILE]
+    python3 bench/bench.py [--target sglang==0.5.23] [--no-kernels] [--compiled all|none] [--json FILE]
     python3 bench/bench.py --releases [--from 0.5.0] [--jobs N] [--json FILE]
 
 Scans the target and the FlashInfer it pins, with the guardscan CLI as a user
@@ -183,12 +183,37 @@ def _index_versions(name: str, start: str) -> list[str]:
     return [str(v) for v in sorted(found)]
 
 
+def _seed_compiled(tree: object, select: str, cache: Path) -> list[str]:
+    """Place the compiled wheels the target pins (downloaded once into the
+    default cache) in the bench's cache; their specs."""
+    from guardscan.acquire import SourceTree, default_cache_dir
+    from guardscan.binaries.pinned import compiled_source, selected_dists
+
+    assert isinstance(tree, SourceTree)
+    dists = selected_dists(select)
+    if not dists:
+        return []
+    source = compiled_source(tree, default_cache_dir(), dists=dists)
+    for package in source.packages:
+        place = cache / "wheels" / package.wheel.parent.name / package.wheel.name
+        place.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(package.wheel, place)
+        except OSError:
+            shutil.copyfile(package.wheel, place)
+    return [p.spec for p in source.packages]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="sglang==0.5.23")
     parser.add_argument("--no-kernels", action="store_true",
                         help="SGLang only (default: also the FlashInfer the target pins)")
+    parser.add_argument("--compiled", default="all", metavar="all|none|DIST[,DIST]",
+                        help="compiled packages the target pins to read in every scan "
+                             "(default: all; their wheels are placed in the bench's cache "
+                             "beforehand, so cold reads their fatbins but downloads nothing)")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     parser.add_argument("--releases", action="store_true",
                         help="time cold and warm scans of every release from --from up")
@@ -219,6 +244,8 @@ def main() -> int:
             kernel_args = ["--flashinfer", str(scope[1])]
         ast_before, grep_before, files = _baselines(scope)
         cache = work / "cache"
+        compiled = _seed_compiled(tree, args.compiled, cache) if kernel_tree is not None else []
+        kernel_args += ["--compiled", args.compiled if compiled else "none"]
         figures: dict[str, Figure] = {}
 
         def scan(name: str, *extra: str) -> None:
@@ -257,6 +284,7 @@ def main() -> int:
         "target": args.target,
         "version": tree.version,
         "kernels": f"{kernel_tree.package} {kernel_tree.version}" if kernel_tree else "none",
+        "compiled": compiled,
         "machine": f"{platform.machine()} {os.cpu_count()} cores, Python "
                    f"{platform.python_version()}, load average {load:.1f} at the end",
         "files_in_scope": files,
@@ -278,7 +306,7 @@ def main() -> int:
 
 def _print(results: dict[str, object], base: dict[str, Figure],
            figures: dict[str, Figure]) -> None:
-    for key in ("target", "version", "kernels", "machine", "files_in_scope",
+    for key in ("target", "version", "kernels", "compiled", "machine", "files_in_scope",
                 "facts_cached_after_cold"):
         print(f"{key:<24}{results[key]}")
     for name, figure in base.items():
