@@ -207,6 +207,15 @@ def test_choice_list_comments_and_help_claims() -> None:
     assert catalog.quantization.platforms == (("modelslim", "npu"), ("w4a8", "npu"))
 
 
+def test_labels_shared_across_options_examples() -> None:
+    import doctest
+
+    from guardscan.options import shared_labels
+
+    result = doctest.testmod(shared_labels)
+    assert result.attempted > 0 and result.failed == 0
+
+
 def test_all_backends_false_drops_non_cuda_choices() -> None:
     catalog = catalog_of("options_comments", all_backends=False)
     attention = catalog.by_flag("--attention-backend")
@@ -444,6 +453,8 @@ def test_0523_details(catalog_0523: tuple[OptionCatalog, Index]) -> None:
     assert moe is not None and a2a is not None
     assert "hpc_ops" in moe.choices
     assert "flashinfer_megamoe" in a2a.choices
+    # the MoE enum labels nothing; the attention list says aiter is AMD's, intel_xpu another's
+    assert moe.platforms == (("aiter", "rocm"), ("intel_xpu", "non-cuda"))
     assert (moe.dest, moe.default, moe.path, moe.line) == (
         "moe_runner_backend", '"auto"', "sglang/srt/arg_groups/fields/exec_.py", 884)
     attention = catalog.by_flag("--attention-backend")
@@ -452,6 +463,7 @@ def test_0523_details(catalog_0523: tuple[OptionCatalog, Index]) -> None:
     sampling = catalog.by_flag("--sampling-backend")
     assert sampling is not None and sampling.path == "sglang/srt/server_args.py"
     assert sampling.choices == ("flashinfer", "pytorch", "ascend", "intel_xpu", "token_oracle")
+    assert sampling.platforms == (("ascend", "non-cuda"), ("intel_xpu", "non-cuda"))
     assert catalog.quantization is not None
     assert catalog.quantization.path == "sglang/srt/arg_groups/fields/model.py"
     assert len(catalog.quantization.choices) == 31

@@ -4,7 +4,7 @@ platform labels and enums, from every registered option-definition form.
 :func:`build_catalog` asks the forms of ``forms.FORMS`` for their step in
 turn: definitions (one per flag, see :func:`_dedupe`), then the extensions of
 the choice constants those definitions read, then the platform labels of the
-choices, then the enums, which :func:`link_enums` ties to the options across
+choices (shared across options by ``shared_labels``), then the enums, which :func:`link_enums` ties to the options across
 all enum forms.
 """
 
@@ -24,6 +24,7 @@ from guardscan.options.model import (
     OptionDefinition,
 )
 from guardscan.options.platforms import recognise_comment_platforms, recognise_help_platforms
+from guardscan.options.shared_labels import share_platform_labels
 from guardscan.options.values import ChoiceReader, ChoiceValues, recognise_choice_expression
 from guardscan.results import Diagnostic, OptionInfo
 
@@ -98,6 +99,8 @@ def build_catalog(index: Index, *, all_backends: bool = True) -> OptionCatalog:
                    for enum in form.find_enums(context, [*options, *modes])]
     enums = link_enums(found_enums, [*options, *modes])
 
+    shared = share_platform_labels([o for o in options if o.flag != QUANTIZATION_FLAG])
+    options = [o for o in options if o.flag == QUANTIZATION_FLAG] + shared
     if not all_backends:
         options = [_cuda_only(o) for o in options]
         options = [o for o in options if o.choices]
