@@ -9,8 +9,11 @@ arch, the FlashInfer version the release pins acquired beside it) in its own
 process, and prints one line: the version, the exit status, the wall time, the
 FlashInfer version paired with it, the verdict counts and the diagnostics by
 kind. A release that ends in an internal error (exit 3) shows its one-line
-message. The exit status of this script is 1 when any release ended in an
-internal error, 0 otherwise: releases pip cannot download as a wheel for this
+message, and any of the common configurations (``COMMON``: Triton MoE,
+``auto``, Triton attention, no all-to-all, on sm80/sm90/sm100/sm120) the scan
+calls blocked or unsupported. The exit status of this script is 1 when any
+release ended in an internal error or called a common configuration unsafe,
+0 otherwise: releases pip cannot download as a wheel for this
 Python (exit 2) are reported, not counted as failures of guardscan.
 
 The version list comes from ``pip index versions`` (so a configured mirror is
@@ -34,6 +37,12 @@ from packaging.version import InvalidVersion, Version
 
 ROOT = Path(__file__).resolve().parents[1]
 VERDICTS = ("blocked", "unsupported", "supported", "unknown")
+#: the configurations most deployments run, never to be called unsafe (no
+#: quantization): Triton MoE, ``auto``, Triton attention, no all-to-all
+COMMON = (("--moe-runner-backend", "triton"), ("--moe-runner-backend", "auto"),
+          ("--attention-backend", "triton"), ("--moe-a2a-backend", "none"))
+COMMON_ARCHS = ("sm80", "sm90", "sm100", "sm120")
+UNSAFE = ("blocked", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Outcome:
     verdicts: Counter[str]
     diagnostics: Counter[str]
     message: str
+    unsafe_common: tuple[str, ...] = ()  # "choice on arch: verdict" of COMMON called unsafe
 
 
 def released_versions(package: str, pre: bool) -> list[Version]:
@@ -81,16 +91,27 @@ def scan_release(version: Version, cache_dir: Path | None, use_cache: bool) -> O
         verdicts: Counter[str] = Counter()
         diagnostics: Counter[str] = Counter()
         flashinfer = "-"
+        unsafe: tuple[str, ...] = ()
         if output.is_file():
             data = json.loads(output.read_text(encoding="utf-8"))
             verdicts.update(b["verdict"] for b in data.get("backends", []))
             diagnostics.update(d["code"] for d in data.get("diagnostics", []))
             kernels = data.get("kernels") or []
             flashinfer = ",".join(k.get("version") or "?" for k in kernels) or "none"
+            unsafe = unsafe_common(data.get("backends", []))
         lines = done.stderr.strip().splitlines()
         message = lines[-1] if done.returncode != 0 and lines else ""
     return Outcome(str(version), done.returncode, seconds, flashinfer, verdicts, diagnostics,
-                   message)
+                   message, unsafe)
+
+
+def unsafe_common(backends: list[dict[str, str]]) -> tuple[str, ...]:
+    """The common configurations a scan's JSON calls unsafe, as "option choice on arch: verdict"."""
+    wanted = set(COMMON)
+    return tuple(sorted(
+        f"{b['option']} {b['choice']} on {b['arch']}: {b['verdict']}" for b in backends
+        if (b["option"], b["choice"]) in wanted and b["arch"] in COMMON_ARCHS
+        and not b.get("quantization") and b["verdict"] in UNSAFE))
 
 
 def _counts(counter: Counter[str]) -> str:
@@ -101,6 +122,8 @@ def line_of(outcome: Outcome) -> str:
     verdicts = " ".join(f"{v[:3]}={outcome.verdicts[v]}" for v in VERDICTS)
     text = (f"{outcome.version:<14} exit={outcome.status} {outcome.seconds:6.1f}s "
             f"flashinfer={outcome.flashinfer:<8} {verdicts}  {_counts(outcome.diagnostics)}")
+    if outcome.unsafe_common:
+        text += "  COMMON CALLED UNSAFE: " + "; ".join(outcome.unsafe_common)
     return f"{text}  {outcome.message}" if outcome.message else text
 
 
@@ -139,11 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         print(line_of(outcome), flush=True)
     statuses = Counter(o.status for o in outcomes)
     total = sum(o.seconds for o in outcomes)
+    unsafe = [o.version for o in outcomes if o.unsafe_common]
     print(f"# exit statuses: {_counts(Counter({str(k): n for k, n in statuses.items()}))}; "
           f"{total / 60:.1f} min in all", flush=True)
+    print(f"# common configurations ({len(COMMON)} x {', '.join(COMMON_ARCHS)}) called unsafe: "
+          f"{', '.join(unsafe) if unsafe else 'none'}", flush=True)
     if args.markdown is not None:
         args.markdown.write_text(markdown(outcomes), encoding="utf-8")
-    return 1 if statuses.get(3) else 0
+    return 1 if statuses.get(3) or unsafe else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ MoE runner to avoid.
 
 Each release is paired with the FlashInfer it pins. By default the suite checks
 0.5.9 and 0.5.23 from the scans other tests share; ``-m releases`` adds every
-release below, each scanned once (cached), as ``bench/releases.py`` does.
+release below, each scanned once (cached), as ``bench/releases.py`` does. The
+configurations are the sweep's own (``COMMON`` there): the sweep checks them on
+every release it scans, from 0.5.0 up, and exits 1 if one is called unsafe.
 The expected verdicts were read off the scans and checked against the source:
 ``unknown`` where nothing on the path names an architecture, ``supported``
 where ``auto`` resolves to Triton under a Blackwell test (0.5.14) or the
@@ -14,6 +16,9 @@ attention registry's gate admits the arch.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +27,24 @@ import realtrees
 from guardscan.arch import parse_arch
 from guardscan.results import ScanResult
 
+
+def _sweep() -> Any:
+    """bench/releases.py, whose sweep checks the same configurations on every release."""
+    path = Path(__file__).resolve().parent.parent / "bench" / "releases.py"
+    spec = importlib.util.spec_from_file_location("guardscan_bench_releases", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+SWEEP = _sweep()
 MOE = "--moe-runner-backend"
 ATTENTION = "--attention-backend"
 A2A = "--moe-a2a-backend"
-ARCHS = ("sm80", "sm90", "sm100", "sm120")
-COMMON = ((MOE, "triton"), (MOE, "auto"), (ATTENTION, "triton"), (A2A, "none"))
+ARCHS: tuple[str, ...] = SWEEP.COMMON_ARCHS
+COMMON: tuple[tuple[str, str], ...] = SWEEP.COMMON
 
 #: release -> (option, choice) -> verdict letters on ARCHS (u unknown, s supported)
 EXPECTED = {
@@ -64,6 +82,21 @@ def _check(version: str, results: list[ScanResult]) -> None:
         moe = [v for (option, _, a), v in cells.items() if option == MOE and a == arch]
         assert moe and any(v in ("supported", "unknown") for v in moe), (
             f"{version}: every {MOE} choice is to avoid on {arch}")
+
+
+def test_expectations_cover_every_common_configuration() -> None:
+    for version, expected in EXPECTED.items():
+        assert set(expected) == set(COMMON), version
+
+
+def test_the_sweep_flags_a_common_configuration_called_unsafe() -> None:
+    rows = [{"option": MOE, "choice": "triton", "arch": "sm80", "verdict": "blocked"},
+            {"option": MOE, "choice": "triton", "arch": "sm80", "verdict": "blocked",
+             "quantization": "fp8"},
+            {"option": MOE, "choice": "deep_gemm", "arch": "sm80", "verdict": "blocked"},
+            {"option": ATTENTION, "choice": "triton", "arch": "sm121", "verdict": "unsupported"},
+            {"option": A2A, "choice": "none", "arch": "sm120", "verdict": "unknown"}]
+    assert SWEEP.unsafe_common(rows) == ("--moe-runner-backend triton on sm80: blocked",)
 
 
 def test_common_configurations_059(pair_059_063: Any) -> None:
