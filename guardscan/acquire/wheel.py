@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import email.message
 import email.parser
-import hashlib
 import os
 import re
 import shutil
@@ -64,7 +63,7 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
     if not zipfile.is_zipfile(wheel):
         raise AcquireError(f"not a wheel (not a zip file): {wheel}")
     stem = wheel.name[: -len(".whl")]
-    tree_dir = cache / "trees" / f"{stem}-{_sha256(wheel)[:12]}"
+    tree_dir = cache / "trees" / f"{stem}-{_sha256(wheel, cache)[:12]}"
     if not tree_dir.is_dir():
         _extract_wheel(wheel, tree_dir)
     else:
@@ -88,15 +87,15 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
     )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def _sha256(path: Path, cache: Path) -> str:
+    """The wheel's sha256, remembered by its path, size, mtime and inode (a
+    warm scan hashes no wheel, as for compiled packages)."""
+    from guardscan.binaries.cache import wheel_sha256
+
     try:
-        with path.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
+        return wheel_sha256(path, cache)
     except OSError as exc:
         raise AcquireError(f"cannot read {path}: {exc}") from None
-    return digest.hexdigest()
 
 
 def _wheel_dist_name(filename: str) -> str:
