@@ -204,6 +204,19 @@ def _seed_compiled(tree: object, select: str, cache: Path) -> list[str]:
     return [p.spec for p in source.packages]
 
 
+def _write_pins(copy: Path, tree: object) -> None:
+    """A ``pyproject.toml`` beside the copied package with the wheel's version
+    and requirements: the copy is then scanned as the checkout a fork's hook
+    scans, pins included (a bare package directory carries none)."""
+    from guardscan.acquire import SourceTree
+
+    assert isinstance(tree, SourceTree)
+    dependencies = ", ".join(json.dumps(r) for r in tree.requires)
+    (copy / "pyproject.toml").write_text(
+        f"[project]\nname = {json.dumps(tree.package)}\nversion = {json.dumps(tree.version)}\n"
+        f"dependencies = [{dependencies}]\n", encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -245,6 +258,8 @@ def main() -> int:
         ast_before, grep_before, files = _baselines(scope)
         cache = work / "cache"
         compiled = _seed_compiled(tree, args.compiled, cache) if kernel_tree is not None else []
+        if compiled:
+            _write_pins(copy, tree)
         kernel_args += ["--compiled", args.compiled if compiled else "none"]
         figures: dict[str, Figure] = {}
 

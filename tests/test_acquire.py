@@ -142,17 +142,6 @@ def test_checkout_dir_holding_package_reads_version_py(tmp_path: Path) -> None:
     assert "sglang/version.py" in tree.files
 
 
-def test_unpacked_wheel_reads_its_dist_info(tmp_path: Path) -> None:
-    # an unpacked wheel: no pyproject, the METADATA beside the package pins
-    make_package(tmp_path)
-    write(tmp_path / "sglang-0.5.99.dist-info" / "METADATA",
-          "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.99\n"
-          "Requires-Dist: flashinfer_python==0.7.2\nRequires-Dist: sglang-kernel==0.4.10\n")
-    tree = acquire(str(tmp_path / "sglang"))
-    assert tree.version == "0.5.99"
-    assert tree.requires == ("flashinfer_python==0.7.2", "sglang-kernel==0.4.10")
-
-
 def test_checkout_package_dir_itself(tmp_path: Path) -> None:
     pkg = make_package(tmp_path / "src")
     tree = acquire(str(pkg))

@@ -321,7 +321,7 @@ def test_recognisers_in_pipeline_order() -> None:
     assert [r.__name__ for r in RECOGNISERS] == [
         "recognise_argparse_option", "recognise_annotated_field", "recognise_cli_name_rule",
         "recognise_choice_expression", "recognise_choice_extensions",
-        "recognise_comment_platforms", "recognise_help_platforms",
+        "recognise_comment_platforms", "recognise_help_platforms", "share_platform_labels",
         "recognise_enum", "recognise_enum_predicate", "link_enums",
     ]
 

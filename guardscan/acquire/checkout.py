@@ -2,11 +2,8 @@
 
 A checkout is a repo root holding ``python/<package>/`` (SGLang's layout), a
 directory holding ``<package>/__init__.py``, or the package directory itself.
-Its version and requirements come from ``pyproject.toml`` read as TOML; with
-none, from a ``<dist>.dist-info/METADATA`` beside the package (an unpacked
-wheel, a site-packages directory: its ``Requires-Dist`` pins the kernel
-library and the compiled packages as the wheel's would); else the version from
-a ``__version__ = "..."`` line read with ``ast``. Nothing is imported.
+Its version and requirements come from ``pyproject.toml`` read as TOML, else
+from a ``__version__ = "..."`` line read with ``ast``; nothing is imported.
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from pathlib import Path
 
 from guardscan.acquire.files import walk_python_files
 from guardscan.acquire.model import EXPECTED, AcquireError, SourceTree
-from guardscan.acquire.wheel import read_metadata
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,12 +52,6 @@ def acquire_checkout(path: Path, package: str) -> SourceTree:
             if isinstance(deps, list):
                 requires = tuple(d for d in deps if isinstance(d, str))
             break
-    else:
-        # an unpacked wheel or a site-packages dir: the distribution's METADATA beside the package
-        metadata = read_metadata(root, package)
-        if metadata is not None:
-            version = metadata.get("Version")
-            requires = tuple(metadata.get_all("Requires-Dist") or ())
     if version is None:
         version = _version_from_source(root / package)
     files, skipped = walk_python_files(root, package)

@@ -68,7 +68,7 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
         _extract_wheel(wheel, tree_dir)
     else:
         mark_used(tree_dir)
-    metadata = read_metadata(tree_dir, _wheel_dist_name(wheel.name))
+    metadata = _read_metadata(tree_dir, _wheel_dist_name(wheel.name))
     version = metadata.get("Version") if metadata is not None else None
     requires = tuple(metadata.get_all("Requires-Dist") or ()) if metadata is not None else ()
     dist_name = (metadata.get("Name") if metadata is not None else None) or _wheel_dist_name(
@@ -203,7 +203,7 @@ def _member_time(info: zipfile.ZipInfo) -> float | None:
         return None
 
 
-def read_metadata(tree_dir: Path, dist_hint: str) -> email.message.Message | None:
+def _read_metadata(tree_dir: Path, dist_hint: str) -> email.message.Message | None:
     candidates = sorted(tree_dir.glob("*.dist-info/METADATA"))
     if not candidates:
         return None

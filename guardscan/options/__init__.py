@@ -17,7 +17,8 @@ read from the scanned code, in whatever form that version uses.
   (:func:`recognise_choice_extensions`);
 * platform labels for choices that are for non-CUDA platforms only, from the
   definition's own comments (:func:`recognise_comment_platforms`) and help text
-  (:func:`recognise_help_platforms`);
+  (:func:`recognise_help_platforms`), and a name's label shared with the
+  options whose definitions label nothing (:func:`share_platform_labels`);
 * string enums that model an option's choices, with their predicate methods
   (:func:`recognise_enum`, :func:`recognise_enum_predicate`), linked to options
   by the overlap of values (:func:`link_enums`).
@@ -68,6 +69,7 @@ from guardscan.options.model import (
     OptionCatalog,
 )
 from guardscan.options.platforms import recognise_comment_platforms, recognise_help_platforms
+from guardscan.options.shared_labels import share_platform_labels
 from guardscan.options.values import recognise_choice_expression
 
 __all__ = [
@@ -92,6 +94,7 @@ __all__ = [
     "recognise_enum",
     "recognise_enum_predicate",
     "recognise_help_platforms",
+    "share_platform_labels",
 ]
 
 #: Every recogniser, in pipeline order (docs are generated from their
@@ -103,6 +106,7 @@ RECOGNISERS: tuple[Callable[..., object], ...] = (
     *recognisers_of("extensions"),
     recognise_comment_platforms,
     recognise_help_platforms,
+    share_platform_labels,
     *recognisers_of("enums"),
     link_enums,
 )
