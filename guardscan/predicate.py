@@ -26,6 +26,7 @@ __all__ = [
     "Context",
     "CudaAtLeast",
     "Device",
+    "EnvIs",
     "Not",
     "OptionIs",
     "Or",
@@ -75,6 +76,8 @@ class Context:
     arch: Arch | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     quantization: str | None = None
+    #: environment variables set for the launch; one not named here is unset
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 _OPS: dict[str, Callable[[object, object], bool]] = {
@@ -225,6 +228,36 @@ class QuantIs:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvIs:
+    """An environment variable's value (``default`` when it is not set, as
+    ``os.getenv(name, default)`` reads it), after ``transform`` (``lower``),
+    ``in`` / ``not in`` ``values``, or ``truthy`` (set and non-empty). Judged
+    with the variable unset unless the context sets it: the launch most
+    users run."""
+
+    name: str
+    op: str
+    values: frozenset[str]
+    default: str | None
+    transform: str = ""
+
+    def evaluate(self, ctx: Context) -> Tri:
+        raw = ctx.env.get(self.name, self.default)
+        if raw is not None and self.transform in ("lower", "upper", "strip"):
+            raw = getattr(raw, self.transform)()
+        if self.op == "truthy":
+            return Tri.of(bool(raw))
+        hit = raw is not None and raw in self.values
+        return Tri.of(hit if self.op == "in" else not hit)
+
+    def describe(self) -> str:
+        unset = "unset" if self.default is None else f"unset: {self.default!r}"
+        if self.op == "truthy":
+            return f"env {self.name} set ({unset})"
+        return f"env {self.name} {self.op} {{{', '.join(sorted(self.values))}}} ({unset})"
+
+
+@dataclass(frozen=True, slots=True)
 class Unknown:
     """Anything not about the device: env vars, model config, packages..."""
 
@@ -284,7 +317,8 @@ class Not:
         return _text(shortest(self))
 
 
-Predicate = Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | Unknown | And | Or | Not
+Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Unknown | And
+             | Or | Not)
 
 
 def _paren(p: Predicate) -> str:
@@ -466,5 +500,6 @@ def to_json(pred: Predicate) -> object:
     return {"atom": pred.describe()}
 
 
-for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, Unknown, And, Or, Not):
+for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Unknown, And, Or,
+             Not):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]

@@ -198,7 +198,8 @@ class Interpreter:
             held = self.given_name(rel, scope, node.id, first=True)
             if held is not None:
                 return held
-        value = self.names.lookup(rel, scope, node.id, line)
+        bound = self.names.bound_local(rel, scope, node.id, line, env) if env else None
+        value = bound if bound is not None else self.names.lookup(rel, scope, node.id, line)
         if isinstance(value, UnkV):
             given = self.given_name(rel, scope, node.id)
             if given is not None:

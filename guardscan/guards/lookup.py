@@ -64,6 +64,8 @@ _PLATFORM_WORDS = re.compile(r"(hip|npu|xpu|hpu|mps|musa|cpu|cuda|platform|rocm|
                              re.IGNORECASE)
 
 
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
 class NameLookup:
     """Name -> value, memoised per (file, name) and per (file, scope, name, line)."""
 
@@ -142,6 +144,46 @@ class NameLookup:
         if pure:
             self.name_memo[key] = (value, stack.trail_since(state), reads)
         return value
+
+    def bound_local(self, rel: str, scope: str, name: str, line: int,
+                    env: Mapping[str, Value]) -> Value | None:
+        """A local of a function interpreted with its arguments bound, whose
+        last assignment before ``line`` is unconditional and reads one of
+        them, directly or through such a local (``value = os.getenv(name,
+        default)``, then ``value = value.lower()``): its value with those
+        bindings. None for any other name (looked up as usual, bindings aside)."""
+        facts = self.index.view(rel) if scope else None
+        if facts is None:
+            return None
+        best = self._bound_assign(facts, scope, name, line, env, 4)
+        if best is None:
+            return None
+        node = self.interpreter.parse(best.value)
+        if node is None:
+            return None
+        self.stack.trail.append((rel, best.line))
+        value = self.interpreter.value_of(node, rel, best.scope, best.line, dict(env))
+        for target in best.targets:
+            names = target_names(target)
+            if name in names and len(names) > 1:
+                return unpack(value, names.index(name))
+        return value
+
+    def _bound_assign(self, facts: FactsView, scope: str, name: str, line: int,
+                      env: Mapping[str, Value], depth: int) -> AssignFact | None:
+        assigns = self.tables.scope_assigns(facts, scope)
+        earlier = [a for a in assigns.get(name, ()) if a.line < line]
+        if not earlier or depth <= 0:
+            return None
+        best = max(earlier, key=lambda a: a.line)
+        if best.path or not best.value:
+            return None
+        words = set(_WORD.findall(best.value))
+        if words & set(env) or any(
+                self._bound_assign(facts, scope, word, best.line, env, depth - 1) is not None
+                for word in words if word in assigns):
+            return best
+        return None
 
     def _lookup_local(self, facts: FactsView, rel: str, scope: str, name: str,
                       line: int) -> Value | None:

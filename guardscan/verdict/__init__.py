@@ -15,9 +15,10 @@ blocked
     choice gets back from a dispatcher (a function or class returned under a
     test of the option). While a choice is judged, its twin options that fall
     back to it are taken as not given, the other options and the mode options
-    (``--deepep-mode``) hold their defaults, and a gate that another value of
-    a mode would change says so in the verdict's conditions (``not blocked
-    with --deepep-mode normal``).
+    (``--deepep-mode``) hold their defaults, environment variables read with
+    ``os.getenv`` are unset, and a gate that another value of a mode or a
+    variable would change says so in the verdict's conditions (``not blocked
+    with --deepep-mode normal``, ``blocked with SGLANG_USE_X=1``).
 unsupported
     Not blocked, but a kernel the choice's own code calls (in a module named
     for the choice, a function registered for it, or code under a test of the

@@ -12,6 +12,7 @@ from guardscan.predicate import (
     And,
     Const,
     Context,
+    EnvIs,
     Not,
     OptionIs,
     Or,
@@ -110,6 +111,13 @@ def raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
     return positive and isinstance(cond, OptionIs) and cond.evaluate(ctx) is Tri.TRUE
 
 
+def env_alternatives(atom: EnvIs) -> list[str]:
+    """Values to try for an environment variable besides its default: ``0``,
+    ``1`` and the values the code compares it with."""
+    default = atom.default if atom.default is None else atom.default.lower()
+    return sorted({"0", "1", *atom.values} - {default})
+
+
 class Shared:
     """What conditions come to for an option's choices, shared between
     choices that the conditions' tests of the option cannot tell apart."""
@@ -119,7 +127,7 @@ class Shared:
         self.dest = dest
         self.unset = unset or {}
         self.modes = modes or {}
-        self.mode_atoms: dict[int, tuple[OptionIs, ...]] = {}
+        self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
@@ -176,29 +184,36 @@ class Values:
                                      quantization=ctx.quantization))
 
     def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
-        """What another value of a mode option that ``cond`` tests would do to
-        a gate that is ``now`` TRUE (raises) or FALSE at the modes' defaults:
-        ``not blocked with --deepep-mode normal``, ``blocked with ...``."""
-        if not self.shared.modes:
-            return []
+        """What another value of a mode option, or of an environment variable,
+        that ``cond`` tests would do to a gate that is ``now`` TRUE (raises) or
+        FALSE at their defaults: ``not blocked with --deepep-mode normal``,
+        ``blocked with SGLANG_USE_X=1``."""
         tested = self.shared.mode_atoms.get(id(cond))
         if tested is None:
             tested = self.shared.mode_atoms[id(cond)] = tuple(
-                a for a in atoms(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes)
+                a for a in atoms(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes
+                or isinstance(a, EnvIs))
+        if not tested:
+            return []
         out: set[str] = set()
         ctx = self.context(arch)
         for atom in tested:
-            flag, choices = self.shared.modes[atom.option]
-            for value in choices:
-                if value == ctx.options.get(atom.option):
-                    continue
-                other = cond.evaluate(Context(arch=arch, options={**ctx.options,
-                                                                  atom.option: value},
-                                              quantization=ctx.quantization))
+            if isinstance(atom, EnvIs):
+                tries = [(f"{atom.name}={value}", Context(
+                    arch=arch, options=ctx.options, quantization=ctx.quantization,
+                    env={**ctx.env, atom.name: value})) for value in env_alternatives(atom)]
+            else:
+                flag, choices = self.shared.modes[atom.option]
+                tries = [(f"{flag} {value}", Context(
+                    arch=arch, options={**ctx.options, atom.option: value},
+                    quantization=ctx.quantization, env=ctx.env))
+                    for value in choices if value != ctx.options.get(atom.option)]
+            for label, other_ctx in tries:
+                other = cond.evaluate(other_ctx)
                 if now is Tri.TRUE and other is not Tri.TRUE:
-                    out.add(f"not blocked with {flag} {value}")
+                    out.add(f"not blocked with {label}")
                 elif now is Tri.FALSE and other is Tri.TRUE:
-                    out.add(f"blocked with {flag} {value}")
+                    out.add(f"blocked with {label}")
         return sorted(out)
 
     def mentions(self, pred: Predicate) -> bool:

@@ -13,7 +13,8 @@ Why it matters:
     non-NVIDIA branch must not be read as what runs on NVIDIA devices.
 Known limits:
     Every architecture guardscan judges is NVIDIA CUDA: these fold to true or
-    false there. Environment variables or installed packages stay unknown.
+    false there. Installed packages stay unknown (environment variables are
+    the ``environment`` form's).
 Example:
     ``not hasattr(torch, "npu") and torch.version.hip is None`` is true on
     every standard arch.
@@ -51,7 +52,7 @@ class PlatformProbes(GuardForm):
         Example(_IMPORT, "torch.xpu.is_available() or torch.version.musa", "FFFFFFFFF"),
     )
     INVALID = (
-        Example("import os\n", 'os.environ.get("USE_NPU") == "1"'),
+        Example("import shutil\n", 'shutil.which("npu-smi") is not None'),
         Example(_IMPORT, 'hasattr(torch, "float8_e4m3fn")'),
     )
 
