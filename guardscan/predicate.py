@@ -27,6 +27,7 @@ __all__ = [
     "CudaAtLeast",
     "Device",
     "EnvIs",
+    "Installed",
     "Not",
     "OptionIs",
     "Or",
@@ -78,6 +79,9 @@ class Context:
     quantization: str | None = None
     #: environment variables set for the launch; one not named here is unset
     env: Mapping[str, str] = field(default_factory=dict)
+    #: import names of the packages the scan pairs with the target (installed
+    #: with it: the kernel library, the compiled packages it pins)
+    installed: frozenset[str] = frozenset()
 
 
 _OPS: dict[str, Callable[[object, object], bool]] = {
@@ -258,6 +262,21 @@ class EnvIs:
 
 
 @dataclass(frozen=True, slots=True)
+class Installed:
+    """The package importable as ``package`` is installed: TRUE when the scan
+    pairs it with the target (it is pinned and read), else UNKNOWN (never
+    FALSE: the user may have installed it)."""
+
+    package: str
+
+    def evaluate(self, ctx: Context) -> Tri:
+        return Tri.TRUE if self.package in ctx.installed else Tri.UNKNOWN
+
+    def describe(self) -> str:
+        return f"{self.package} is installed"
+
+
+@dataclass(frozen=True, slots=True)
 class Unknown:
     """Anything not about the device: env vars, model config, packages..."""
 
@@ -317,8 +336,8 @@ class Not:
         return _text(shortest(self))
 
 
-Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Unknown | And
-             | Or | Not)
+Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Installed
+             | Unknown | And | Or | Not)
 
 
 def _paren(p: Predicate) -> str:
@@ -500,6 +519,6 @@ def to_json(pred: Predicate) -> object:
     return {"atom": pred.describe()}
 
 
-for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Unknown, And, Or,
-             Not):
+for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Installed, Unknown,
+             And, Or, Not):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]

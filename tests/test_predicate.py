@@ -477,3 +477,23 @@ def test_describe_prints_the_shortest_equivalent(expression: str, expected: str)
     for values in itertools.product([False, True], repeat=len(leaves)):
         assignment = dict(zip(leaves, values))
         assert _classical(short, assignment) == _classical(pred, assignment), assignment
+
+
+def test_environment_variables_are_judged_unset_unless_given() -> None:
+    from guardscan.predicate import EnvIs
+
+    flag = EnvIs("SGLANG_USE_X", "in", frozenset({"1", "true"}), "false", "lower")
+    assert flag.evaluate(Context()) is Tri.FALSE
+    assert flag.evaluate(Context(env={"SGLANG_USE_X": "TRUE"})) is Tri.TRUE
+    assert EnvIs("SGLANG_N", "truthy", frozenset(), None).evaluate(Context()) is Tri.FALSE
+    assert EnvIs("SGLANG_N", "not in", frozenset({"0"}), None).evaluate(Context()) is Tri.TRUE
+
+
+def test_a_paired_package_is_installed_and_no_other_is_known() -> None:
+    from guardscan.predicate import Installed
+
+    assert Installed("flashinfer").evaluate(Context(installed=frozenset({"flashinfer"}))) \
+        is Tri.TRUE
+    assert Installed("flashinfer").evaluate(Context()) is Tri.UNKNOWN
+    assert neg(Installed("deep_gemm")).evaluate(
+        Context(installed=frozenset({"flashinfer"}))) is Tri.UNKNOWN

@@ -80,6 +80,10 @@ class CompiledJudge(KernelJudge):
             return Tri.UNKNOWN, []
         return judge_compiled(reach, package.libraries, arch, package.label, package.machine)
 
+    def installed(self) -> frozenset[str]:
+        inner = self.inner.installed() if self.inner is not None else frozenset()
+        return inner.union(*(p.roots for p in self.source.packages))
+
     def delegate(self, call: KernelCall, arch: Arch) -> str | None:
         if self.inner is not None and self.inner.covers(call):
             return self.inner.delegate(call, arch)

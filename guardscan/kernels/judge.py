@@ -106,6 +106,9 @@ class LibraryJudge(KernelJudge):
             self._delegates[key] = delegate
         return self._memo[key]
 
+    def installed(self) -> frozenset[str]:
+        return frozenset({self.package})
+
     def delegate(self, call: KernelCall, arch: Arch) -> str | None:
         """The public library function, below the one called, whose facts decide
         a TRUE ``support`` (``KernelLibrary.public_delegate``): the call is then

@@ -71,6 +71,9 @@ class AskedBy(KernelJudge):
     def covers(self, call: KernelCall) -> bool:
         return self._judge.covers(call)
 
+    def installed(self) -> frozenset[str]:
+        return self._judge.installed()
+
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         key = self._asked(call, arch)
         faults = getattr(self._judge, "faults", None)

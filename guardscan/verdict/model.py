@@ -78,6 +78,10 @@ class KernelJudge:
         which other APIs share (a helper on the path). None: not known."""
         return None
 
+    def installed(self) -> frozenset[str]:
+        """Import names of the packages read beside the target (installed with it)."""
+        return frozenset()
+
 
 @dataclass
 class Judged:
@@ -119,3 +123,6 @@ class Asking(KernelJudge):
 
     def delegate(self, call: KernelCall, arch: Arch) -> str | None:
         return self.inner.delegate(call, arch)
+
+    def installed(self) -> frozenset[str]:
+        return self.inner.installed()

@@ -123,8 +123,10 @@ class Shared:
     choices that the conditions' tests of the option cannot tell apart."""
 
     def __init__(self, dest: str, unset: dict[str, str] | None = None,
-                 modes: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> None:
+                 modes: dict[str, tuple[str, tuple[str, ...]]] | None = None,
+                 installed: frozenset[str] = frozenset()) -> None:
         self.dest = dest
+        self.installed = installed
         self.unset = unset or {}
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
@@ -158,7 +160,7 @@ class Values:
         if ctx is None:
             ctx = self._contexts[arch] = Context(
                 arch=arch, options={**self.shared.unset, self.shared.dest: self.choice},
-                quantization=self.quantization)
+                quantization=self.quantization, installed=self.shared.installed)
         return ctx
 
     def _signature(self, pred: Predicate) -> tuple[bool, ...]:
@@ -181,7 +183,7 @@ class Values:
         ctx = self.context(arch)
         options = {k: v for k, v in ctx.options.items() if k not in self.shared.modes}
         return cond.evaluate(Context(arch=arch, options=options,
-                                     quantization=ctx.quantization))
+                                     quantization=ctx.quantization, installed=ctx.installed))
 
     def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
         """What another value of a mode option, or of an environment variable,
@@ -201,12 +203,13 @@ class Values:
             if isinstance(atom, EnvIs):
                 tries = [(f"{atom.name}={value}", Context(
                     arch=arch, options=ctx.options, quantization=ctx.quantization,
-                    env={**ctx.env, atom.name: value})) for value in env_alternatives(atom)]
+                    env={**ctx.env, atom.name: value}, installed=ctx.installed))
+                    for value in env_alternatives(atom)]
             else:
                 flag, choices = self.shared.modes[atom.option]
                 tries = [(f"{flag} {value}", Context(
                     arch=arch, options={**ctx.options, atom.option: value},
-                    quantization=ctx.quantization, env=ctx.env))
+                    quantization=ctx.quantization, env=ctx.env, installed=ctx.installed))
                     for value in choices if value != ctx.options.get(atom.option)]
             for label, other_ctx in tries:
                 other = cond.evaluate(other_ctx)
@@ -240,7 +243,8 @@ class Values:
                     for atom in [a for a in atoms(cond) if isinstance(a, QuantIs)]:
                         for method in sorted(atom.methods):
                             if cond.evaluate(Context(arch=arch, options=ctx.options,
-                                                     quantization=method)) is Tri.TRUE:
+                                                     quantization=method,
+                                                     installed=ctx.installed)) is Tri.TRUE:
                                 methods.append(f"blocked with --quantization {method}")
                 # another choice's gate (open only through other options), or
                 # undecided on every arch alike: not architecture evidence. A
