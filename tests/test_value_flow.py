@@ -174,3 +174,17 @@ def test_mode_option_is_read_from_its_definition() -> None:
     assert [(m.flag, m.choices, m.default) for m in catalog.modes] == [
         ("--gemm-mode", ("precise", "fast", "auto"), "'auto'")]
     assert "--gemm-mode" not in {o.flag for o in catalog.options}
+
+
+def test_an_environment_variable_is_unset_and_the_verdict_says_what_setting_it_does() -> None:
+    """``get_bool_env_var("SGLANG_Z_FALLBACK")`` reads ``os.getenv(name,
+    default)`` with its arguments bound: unset it is ``"false"``, so the gate
+    raises for z off SM100, and setting the variable would not."""
+    result = scan("flow_env_default", "--fp8-gemm-backend")
+    rel = "sglang/srt/layers/quantization/fp8_utils.py"
+    assert row(result, "--fp8-gemm-backend", "z") == "BSB"
+    assert deciding(result, "--fp8-gemm-backend", "z", "sm120") == (
+        *at("flow_env_default", rel, "raise RuntimeError"), "gate")
+    assert verdict_of(result, "z", "sm120", "--fp8-gemm-backend").conditions == (
+        "not blocked with SGLANG_Z_FALLBACK=1",)
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"

@@ -113,9 +113,15 @@ def raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
 
 def env_alternatives(atom: EnvIs) -> list[str]:
     """Values to try for an environment variable besides its default: ``0``,
-    ``1`` and the values the code compares it with."""
-    default = atom.default if atom.default is None else atom.default.lower()
-    return sorted({"0", "1", *atom.values} - {default})
+    ``1`` and the values the code compares it with, one for each answer the
+    test gives other than the default's (``1`` stands for ``true``, ``yes``...)."""
+    default = atom.evaluate(Context())
+    out: dict[Tri, str] = {}
+    for value in ["0", "1", *sorted(atom.values)]:
+        answer = atom.evaluate(Context(env={atom.name: value}))
+        if answer is not default:
+            out.setdefault(answer, value)
+    return sorted(out.values())
 
 
 class Shared:
