@@ -203,8 +203,11 @@ class Gates:
         """``dest`` set to ``value`` where it holds another of its choices,
         whatever else holds (``if a2a == "ascend_tp": declare_resolution(...,
         moe_a2a_backend="none")``): that choice is rewritten into ``value``
-        (``verdict.rename`` judges it as ``value``)."""
-        if not any(a.option == dest for a in option_atoms(cond)):
+        (``verdict.rename`` judges it as ``value``). Not in a quantization
+        method's code: ModelOpt FP4's ``create_moe_runner`` turns ``auto`` into
+        ``flashinfer_trtllm`` for its own layers only, never for a launch
+        without that method."""
+        if not any(a.option == dest for a in option_atoms(cond)) or self.quant.inside(facts.rel):
             return
         for choice in choices:
             if choice == value or cond.evaluate(Context(options={dest: choice})) is not Tri.TRUE:

@@ -254,6 +254,10 @@ class QuantizationMethods:
     def _inside(self, rel: str) -> bool:
         return any(rel.startswith(d) for d in self.dirs)
 
+    def inside(self, rel: str) -> bool:
+        """Whether ``rel`` is code of the quantization methods (runs only under one)."""
+        return self._inside(rel)
+
     def _function_of(self, rel: str, scope: str) -> tuple[str, str] | None:
         """The function on a method's path that ``scope`` is (or is nested in)."""
         parts = scope.split(".")
