@@ -188,3 +188,15 @@ def test_an_environment_variable_is_unset_and_the_verdict_says_what_setting_it_d
     assert verdict_of(result, "z", "sm120", "--fp8-gemm-backend").conditions == (
         "not blocked with SGLANG_Z_FALLBACK=1",)
     assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"
+
+
+def test_call_through_a_conditionally_imported_module_fails_where_it_is_not_imported() -> None:
+    result = scan("flow_unbound_import", "--moe-runner-backend")
+    rel = "sglang/srt/layers/gemm_wrapper/entrypoint.py"
+    # ENABLE_JIT_GEMM is false on sm120: `jit_gemm` is never bound there (and
+    # the gate that stops sm120 admits the others)
+    assert row(result, "--moe-runner-backend", "x") == "SSB"
+    assert deciding(result, "--moe-runner-backend", "x", "sm120") == (
+        *at("flow_unbound_import", rel, "jit_gemm.m_grouped_gemm"), "gate")
+    # a use behind the import's own test never fails
+    assert row(result, "--moe-runner-backend", "y") == "UUU"

@@ -17,6 +17,7 @@ from guardscan.guards import Resolved, Vocabulary
 from guardscan.index import Index
 from guardscan.index.observe import FactsView
 from guardscan.link.model import Hop, HopRole
+from guardscan.link.unbound_imports import unbound_uses
 from guardscan.predicate import (
     Not,
     OptionIs,
@@ -138,7 +139,9 @@ class Conditions:
 
     def failure_conditions(self, facts: FactsView, scope_filter: str | None = None,
                            ) -> Iterable[Failure]:
-        """(scope, line, text, condition, path) for every raise and assert."""
+        """(scope, line, text, condition, path) for every raise and assert, and
+        every call through a name only a conditional import binds
+        (``link.unbound_imports``)."""
         raises, asserts = (facts.raises, facts.asserts) if scope_filter is None else (
             self.by_scope(facts, "raises", scope_filter),
             self.by_scope(facts, "asserts", scope_filter))
@@ -151,3 +154,4 @@ class Conditions:
             yield (afact.scope, afact.line, f"assert {afact.test}",
                    conj(self.path(facts, afact.path, afact.scope), neg(resolved.predicate)),
                    afact.path)
+        yield from unbound_uses(facts, self, scope_filter)

@@ -119,8 +119,9 @@ class NamedModules:
                 # the kernel calls it makes are the choice's, one level down
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
                             self._called_when(facts, call.scope))
-                self._wrapper_kernel_calls(dest, choice, callee, cond, (
-                    link, Hop(rel, call.line, HopRole.CALL, call.func)), out)
+                hops = (link, Hop(rel, call.line, HopRole.CALL, call.func))
+                self._wrapper_kernel_calls(dest, choice, callee, cond, hops, out)
+                self._wrapper_gates(dest, callee, cond, hops, out)
                 continue
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
@@ -153,6 +154,25 @@ class NamedModules:
                 dest, cond, target.path, callee.rel, call.line,
                 (*hops, Hop(callee.rel, call.line, HopRole.CALL, call.func)),
                 literal_backend(ctx.vocab, facts, call), choice, True))
+
+    def _wrapper_gates(self, dest: str, callee: FuncV, region: Predicate,
+                       hops: tuple[Hop, ...], out: Found) -> None:
+        """Device-tested failures in the body of a function elsewhere in the
+        tree that the module calls (not deeper): the DeepGEMM wrapper's call
+        through ``deep_gemm``, which only ``if ENABLE_JIT_DEEPGEMM:`` imports,
+        fails for ``--moe-runner-backend deep_gemm`` where that is false."""
+        facts = self.ctx.index.view(callee.rel)
+        if facts is None:
+            return
+        conditions = self.conditions
+        for scope, line, text, gate, path in conditions.failure_conditions(facts,
+                                                                            callee.qualname):
+            if not mentions_device(gate):
+                continue
+            out.findings.append(Finding(
+                FindingKind.GATE, callee.rel, line, conj(region, gate),
+                (*hops, *conditions.guard_hops(facts, path, scope, line)), option=dest,
+                text=text))
 
     def _called_when(self, facts: FactsView, scope: str) -> Predicate:
         """When a private function of the module (``_forward_trtllm``) runs: the
