@@ -21,7 +21,7 @@ from guardscan.guards import ChoiceV, ConstV, Vocabulary
 from guardscan.index import Index
 from guardscan.link import option_model
 from guardscan.options import build_catalog
-from guardscan.predicate import OptionIs
+from guardscan.predicate import Context, OptionIs, QuantIs, Tri
 from guardscan.results import ScanResult
 
 ARCHS = ("sm90", "sm100", "sm120")
@@ -200,3 +200,52 @@ def test_call_through_a_conditionally_imported_module_fails_where_it_is_not_impo
         *at("flow_unbound_import", rel, "jit_gemm.m_grouped_gemm"), "gate")
     # a use behind the import's own test never fails
     assert row(result, "--moe-runner-backend", "y") == "UUU"
+
+
+@cache
+def scan_quantized(name: str, option: str, quantization: str | None) -> ScanResult:
+    return run_scan(fixture(name), archs=list(ARCHS), option=[option], quantization=quantization)
+
+
+@pytest.mark.parametrize(("quantization", "choice", "expected"), [
+    # fp8: use_mxfp8 is False, so the block-FP8 dispatch runs: its cutlass
+    # branch needs SM100 and it has no branch for cutedsl on any arch
+    ("fp8", "cutlass", "BSB"),
+    ("fp8", "cutedsl", "BBB"),
+    ("fp8", "auto", "UUU"),
+    # mxfp8 shares the config class; the checkpoint says MXFP8
+    ("mxfp8", "cutedsl", "BSS"),
+    ("mxfp8", "cutlass", "UUU"),
+    # w4's config has no use_mxfp8: getattr's default
+    ("w4", "cutedsl", "BBB"),
+    ("w4", "cutlass", "BSB"),
+])
+def test_method_config_attribute_follows_the_config_class(quantization: str, choice: str,
+                                                          expected: str) -> None:
+    result = scan_quantized("flow_method_config", "--fp8-gemm-backend", quantization)
+    assert row(result, "--fp8-gemm-backend", choice) == expected
+
+
+def test_method_config_chain_ends_at_the_rejection() -> None:
+    result = scan_quantized("flow_method_config", "--fp8-gemm-backend", "fp8")
+    rel = "sglang/srt/layers/quantization/fp8_utils.py"
+    assert deciding(result, "--fp8-gemm-backend", "cutedsl", "sm100") == (
+        *at("flow_method_config", rel, "raise ValueError"), "gate")
+
+
+def test_method_config_values_through_the_vocabulary() -> None:
+    vocab = vocabulary("flow_method_config")
+    rel = "sglang/srt/layers/quantization/fp8.py"
+    init = "Fp8LinearMethod.__init__"
+    line = line_of(fixture("flow_method_config") / rel, "if self.use_mxfp8:")
+    fp8, mxfp8 = frozenset({"fp8"}), frozenset({"mxfp8"})
+    # the checkpoint's quant_method is the --quantization value; a part of it
+    # is a test of the choices that contain it
+    assert vocab.predicate('"mxfp8" in quant_method', rel, "Fp8Config.from_config",
+                           line_of(fixture("flow_method_config") / rel, "return cls(")
+                           ).predicate == QuantIs(mxfp8)
+    pred = vocab.predicate("self.use_mxfp8", rel, init, line).predicate
+    for method, expected in ((fp8, Tri.FALSE), (mxfp8, Tri.TRUE), (frozenset({"w4"}), Tri.FALSE)):
+        assert pred.evaluate(Context(quantization=next(iter(method)))) is expected, method
+    # without --quantization the checkpoint decides
+    assert pred.evaluate(Context()) is Tri.UNKNOWN

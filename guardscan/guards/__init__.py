@@ -5,6 +5,9 @@
   tree), ``stack`` (cycles and memo purity), ``option_tests`` (conditions on
   backend options) and ``compare`` (device and CUDA comparisons, shared with
   the kernel library's reader);
+* ``instance_attrs`` and ``quant_configs``: ``self.x`` from the class's own
+  assignments, and a quantization method's config object as the loader
+  builds it for ``--quantization`` (``from_config`` from the checkpoint);
 * ``forms``: one module per guard form, each with its documentation and
   examples; their registry drives the interpreter and docs/guard-forms.md;
 * ``questions`` and ``vocabulary``: the questions other stages ask

@@ -18,6 +18,8 @@ with a constant it is the disjunction of the conditions of the equal values,
 so the branch taken on each arch can be told apart. Attributes set in more than
 one method keep the other methods' values under an undecided condition (which
 method ran last is not known here); an attribute never set reads as unknown.
+Read in the method that sets it, after its own unconditional assignment, the
+attribute is that assignment's value.
 """
 
 from __future__ import annotations
@@ -52,12 +54,16 @@ class InstanceAttributes:
     def clear(self) -> None:
         self.memo.clear()
 
-    def value(self, rel: str, scope: str, attr: str) -> Value | None:
-        """The value of ``self.attr`` read in ``scope`` (None: the class sets no
-        such attribute, or ``scope`` is not in a method)."""
+    def value(self, rel: str, scope: str, attr: str, line: int = 0) -> Value | None:
+        """The value of ``self.attr`` read in ``scope`` at ``line`` (None: the
+        class sets no such attribute, or ``scope`` is not in a method)."""
         facts = self.interpreter.index.view(rel)
         if facts is None:
             return None
+        if line:
+            latest = self._set_just_before(facts, scope, attr, line)
+            if latest is not None:
+                return self.interpreter.names.assign_value(rel, latest, f"self.{attr}")
         cls = _enclosing_class(facts, scope)
         if not cls:
             return None
@@ -78,6 +84,21 @@ class InstanceAttributes:
         if pure:
             self.memo[key] = (value, stack.trail_since(state), reads)
         return value
+
+    @staticmethod
+    def _set_just_before(facts: FactsView, scope: str, attr: str, line: int
+                         ) -> AssignFact | None:
+        """The method's own latest assignment of ``self.attr`` before ``line``,
+        when it is unconditional: read later in the same method, that is the
+        value (``self.use_mxfp8 = ...`` then ``if self.use_mxfp8 and ...``),
+        whatever other methods set."""
+        target = f"self.{attr}"
+        before = [a for a in facts.in_scope("assigns", scope)
+                  if target in a.targets and a.line < line]
+        if not before:
+            return None
+        latest = max(before, key=lambda a: a.line)
+        return None if latest.path else latest
 
     def _compute(self, facts: FactsView, rel: str, cls: str, attr: str) -> Value | None:
         target = f"self.{attr}"

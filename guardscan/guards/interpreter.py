@@ -23,11 +23,13 @@ from guardscan.guards.instance_attrs import InstanceAttributes
 from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.operators import Operators
 from guardscan.guards.option_tests import OptionModel, OptionTests
+from guardscan.guards.quant_configs import ABSENT, QuantConfigs
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
     AltV,
     ChoiceV,
     ClassV,
+    ConfigV,
     ConstV,
     EnumMemberV,
     ExtV,
@@ -71,6 +73,7 @@ class Interpreter:
         self.calls = FunctionCalls(self)
         self.choice_values = ChoiceValues(self)
         self.instance_attrs = InstanceAttributes(self)
+        self.quant_configs = QuantConfigs(self)
         self.operators = Operators(self)
         #: (rel, scope, names, first): what names of that scope hold where the
         #: tree's own definitions leave them unknown, and which of them hold it
@@ -86,6 +89,7 @@ class Interpreter:
         self.calls.clear()
         self.choice_values.clear()
         self.instance_attrs.clear()
+        self.quant_configs.clear()
         self.tables.clear()
         self.names.clear()
 
@@ -219,7 +223,7 @@ class Interpreter:
             return OptV(attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
             held = self.given_name(rel, scope, f"self.{attr}", first=True) or \
-                self.instance_attrs.value(rel, scope, attr)
+                self.instance_attrs.value(rel, scope, attr, line)
             if held is None or isinstance(held, UnkV):
                 held = self.given_name(rel, scope, f"self.{attr}") or held
             if held is not None:
@@ -246,6 +250,12 @@ class Interpreter:
             method = self.names.instance_method(base, attr)
             if method is not None:
                 return method
+        if isinstance(base, ConfigV):
+            method = self.names.instance_method(InstanceV(base.rel, base.qualname), attr)
+            if method is not None:
+                return method
+            held = self.quant_configs.attribute(base, attr)
+            return UnkV(f"{base.qualname}.{attr} is never set") if held is ABSENT else held
         value = first_value(lambda form: form.attribute(self, base, attr))
         if value is not None:
             return value
@@ -308,6 +318,9 @@ class Interpreter:
         option_test = self.option_tests.call(node, rel, scope, line, env)
         if option_test is not None:
             return option_test
+        checkpoint = self.quant_configs.checkpoint_field(node, scope)
+        if checkpoint is not None:
+            return checkpoint
         func = node.func
         if isinstance(func, ast.Attribute) and self.choice_values.may_be_method(func.attr):
             computed = self.choice_values.method_call(node, func, rel, scope, line, env)

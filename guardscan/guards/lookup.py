@@ -211,7 +211,8 @@ class NameLookup:
             return latest_value(self, facts, rel, scope, name, best, candidates)
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
-            return UnkV(f"parameter {name}")
+            built = self.interpreter.quant_configs.init_param(facts, scope, name)
+            return built if built is not None else UnkV(f"parameter {name}")
         func = by_scope.get((scope, name))
         if func is not None:
             return FuncV(rel, func.qualname)

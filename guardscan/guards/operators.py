@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.guards.choices import choice_text
 from guardscan.guards.forms import SUBJECTS, first_predicate, first_value
+from guardscan.guards.quant_configs import substring_choices
 from guardscan.guards.values import (
     AltV,
     ChoiceV,
@@ -152,6 +153,13 @@ class Operators:
         if isinstance(right, TupleV) and op in ("in", "not in"):
             member = disj(*(self.compare(left, "==", item, node) for item in right.items))
             return member if op == "in" else neg(member)
+        if isinstance(right, OptV) and op in ("in", "not in") and isinstance(
+                left, ConstV) and isinstance(left.value, str):
+            # ``"mxfp8" in quant_method``: a part of the option's value, not
+            # the option among values
+            part = self.interp.option_tests.option_is(right.dest, substring_choices(
+                left.value, self.interp.options.dests.get(right.dest, ())))
+            return part if op == "in" else neg(part)
         if isinstance(right, _OPTION_SUBJECTS) and not isinstance(left, _OPTION_SUBJECTS):
             left, right = right, left
             op = flip_op(op)

@@ -54,6 +54,9 @@ class OptionModel:
     enum_members: dict[str, str] = field(default_factory=dict)
     enum_dests: dict[str, str] = field(default_factory=dict)
     quantization: str | None = None
+    #: the file that defines the quantization option (its runtime's method
+    #: tables are the ones nearest it)
+    quantization_path: str = ""
     #: dest -> [(rel, class qualname in its file)] of the enums that model it
     dest_enums: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: names of the functions those enum classes define (methods read per choice)

@@ -16,6 +16,7 @@ __all__ = [
     "AltV",
     "ChoiceV",
     "ClassV",
+    "ConfigV",
     "ConstV",
     "CudaV",
     "DevQ",
@@ -133,6 +134,15 @@ class InstanceV:
 
 
 @dataclass(frozen=True)
+class ConfigV:
+    """A ``--quantization`` method's config object, as the loader builds it:
+    ``from_config``'s ``cls(...)`` from the checkpoint (``guards.quant_configs``)."""
+
+    rel: str
+    qualname: str
+
+
+@dataclass(frozen=True)
 class ModuleV:
     name: str
 
@@ -243,4 +253,4 @@ class Wrapper:
 
 #: Every value the interpreter produces.
 Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
-         | EnumMemberV | ChoiceV | AltV | TupleV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)
+         | EnumMemberV | ChoiceV | AltV | ConfigV | TupleV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)

@@ -54,6 +54,7 @@ def option_model(options: Iterable[OptionInfo], enums: Iterable[EnumModel],
     if quantization is not None:
         model.dests[quantization.dest] = quantization.choices
         model.quantization = quantization.dest
+        model.quantization_path = quantization.path
     for enum in enums:
         qualname = str(enum.qualname)
         short = qualname.rsplit(".", 1)[-1]

@@ -29,6 +29,7 @@ from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
+from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.predicate import (
     Const,
@@ -73,8 +74,16 @@ class Gates:
             return out
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
             if not mentions_device(cond):
-                continue
-            cond = self.quant.qualify(rel, scope, cond)
+                # a rejection on every arch counts only on a quantization
+                # method's own path, where the methods that reach it qualify it
+                if not (rejects_everywhere(cond) and self.quant.inside(rel)
+                        and _module_function(facts, scope)):
+                    continue
+                cond = self.quant.qualify(rel, scope, cond)
+                if not raises_for_some_method(cond, self._choices()):
+                    continue
+            else:
+                cond = self.quant.qualify(rel, scope, cond)
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = tuple(self.conditions.guard_hops(facts, path, scope, line))
             reach = dispatch_reach(ctx.index, self.conditions, facts, scope)
@@ -357,6 +366,14 @@ class Gates:
                 text=text))
         self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, out,
                           owned)
+
+
+def _module_function(facts: FactsView, scope: str) -> bool:
+    """Whether ``scope`` is a function of the module, not a method (a base
+    class's default, ``raise NotImplementedError(... does not expose quant
+    info)``, is overridden where it matters)."""
+    func = facts.function(scope)
+    return func is not None and not func.cls and "." not in scope
 
 
 def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:

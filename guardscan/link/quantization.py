@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from guardscan.guards import ClassV
+from guardscan.guards.quant_configs import read_method_tables
 from guardscan.link.conditions import option_atoms
 from guardscan.link.method_paths import METHOD_PATH_DEPTH, MethodPaths, Reach
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole
@@ -81,40 +81,9 @@ class QuantizationMethods:
         index, vocab, methods_of = self.ctx.index, self.ctx.vocab, self.methods
         methods = set(quantization.choices)
         threshold_methods = self._threshold_methods()
-        # Another runtime in the same wheel (sglang/multimodal_gen beside
-        # sglang/srt) has its own method tables, with same-named config classes
-        # that mean something else: only the option's own runtime counts.
-        option_parts = quantization.path.split("/")
-        runtime_depth = min(2, len(option_parts) - 1)
-        for rel in index.grep([f'"{m}"' for m in sorted(methods)][:400]):
-            if "quantization" not in rel or _shared_prefix(rel, quantization.path) < \
-                    runtime_depth:
-                continue
-            facts = index.view(rel)
-            if facts is None:
-                continue
-            # ``TABLE = {"fp8": Fp8Config, ...}`` and ``TABLE.update({"mxfp4": ...})``
-            tables = [(a.value, a.scope, a.line) for a in facts.assigns]
-            tables += [(c.args[0], c.scope, c.line) for c in facts.calls
-                       if c.func.endswith(".update") and len(c.args) == 1]
-            for text, scope, line in tables:
-                node = parse_expr(text)
-                if not isinstance(node, ast.Dict):
-                    continue
-                for key, val in zip(node.keys, node.values):
-                    if not (isinstance(key, ast.Constant) and key.value in methods):
-                        continue
-                    cls = vocab.value_at(val, rel, scope, line)
-                    if not isinstance(cls, ClassV):
-                        continue
-                    method = str(key.value)
-                    known = methods_of.get(method)
-                    # several method tables (e.g. a second runtime in the same wheel):
-                    # keep the one nearest the --quantization option's definition
-                    if known is None or _shared_prefix(rel, quantization.path) > \
-                            _shared_prefix(self._table_of[method], quantization.path):
-                        methods_of[method] = (cls.rel, cls.qualname)
-                        self._table_of[method] = rel
+        found, table_of = read_method_tables(index, vocab.value_at, methods, quantization.path)
+        methods_of.update(found)
+        self._table_of.update(table_of)
         for method, (crel, cqual) in sorted(methods_of.items()):
             region = QuantIs(frozenset({method}))
             for tname, (trel, tline, tcond, ttext) in threshold_methods.items():
@@ -363,16 +332,6 @@ def _fold_tautology(pred: Predicate) -> Predicate:
         if substitute(pred, mapping.get) != Const(True):
             return pred
     return Const(True)
-
-
-def _shared_prefix(a: str, b: str) -> int:
-    """How many leading path parts ``a`` and ``b`` share."""
-    count = 0
-    for x, y in zip(a.split("/"), b.split("/")):
-        if x != y:
-            break
-        count += 1
-    return count
 
 
 def _folded(reach: Reach) -> Reach:

@@ -3,7 +3,8 @@
 What it recognises:
     ``tuple(...)``, ``int(...)``, ``list(...)`` of a constant (computed),
     ``bool(x)`` (``x`` itself), ``getattr(torch.cuda, "name")`` (the named
-    attribute), read only when the name is the builtin (the tree does not
+    attribute; of a quantization config object, its attribute or the
+    default when nothing sets it, see ``guards.quant_configs``), read only when the name is the builtin (the tree does not
     define it). The other builtins listed here resolve as builtins so that a
     guard calling them says so, instead of a missing name.
 Why it matters:
@@ -60,6 +61,13 @@ class BuiltinConversions(GuardForm):
         if name == "getattr" and len(args) >= 2 and isinstance(args[0], ExtV) and isinstance(
                 args[1], ConstV):
             return ExtV(f"{args[0].path}.{args[1].value}")
+        if name == "getattr" and len(args) >= 2 and isinstance(args[1], ConstV) and isinstance(
+                args[1].value, str):
+            # a quantization method's config object (``guards.quant_configs``)
+            held = ctx.quant_configs.getattr_value(args[0], args[1].value,
+                                                   args[2] if len(args) > 2 else None)
+            if held is not None:
+                return held
         if name == "bool" and args:
             return args[0]
         return None

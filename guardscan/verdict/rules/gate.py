@@ -24,7 +24,17 @@ from __future__ import annotations
 
 from guardscan.evidence import FactKind, args_of
 from guardscan.link import GATE_KINDS, Finding
-from guardscan.predicate import OptionIs, Tri, conj, neg
+from guardscan.predicate import (
+    Const,
+    Context,
+    OptionIs,
+    Predicate,
+    QuantIs,
+    Tri,
+    conj,
+    neg,
+    substitute,
+)
 from guardscan.results import Role
 from guardscan.verdict.chain import finding_evidence
 from guardscan.verdict.model import NOTHING, Case, Outcome
@@ -49,7 +59,8 @@ def judge(finding: Finding, case: Case) -> Outcome:
     if value is Tri.TRUE:
         return Outcome(blocking=tuple(finding_evidence(
             index, finding, Role.GATE, FactKind.GATE,
-            args_of(effect="raises", arch=arch.name, condition=cond.describe()))),
+            args_of(effect="raises", arch=arch.name,
+                    condition=launch_view(cond, values.context(arch)).describe()))),
             conditions=conditions)
     if value is Tri.UNKNOWN:
         could, methods, undecided = values.undecided_gate(cond, arch, case.every,
@@ -90,3 +101,14 @@ EXAMPLES = (
     Example("another choice's gate says nothing of this one", "gate",
             conj(OptionIs(DEST, frozenset({"y"})), neg(major("==", 10))), "sm120", "nothing"),
 )
+
+
+def launch_view(cond: Predicate, ctx: Context) -> Predicate:
+    """``cond`` as the launch judged sees it: the quantization method, when
+    given, put in (a gate in code several methods share otherwise names every
+    other method's branch); the rest is left for the reader."""
+    if ctx.quantization is None:
+        return cond
+    shown = substitute(cond, lambda atom: Const(atom.evaluate(ctx) is Tri.TRUE)
+                       if isinstance(atom, QuantIs) else None)
+    return cond if isinstance(shown, Const) else shown
