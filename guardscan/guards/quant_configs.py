@@ -31,7 +31,8 @@ What it recognises
       and so is every method that builds it some other way;
     - an attribute of the config object: its class's ``__init__`` sets it
       once, unconditionally, from its parameters, bound as ``from_config``'s
-      ``return cls(...)`` binds them; an attribute neither the class nor its
+      ``return cls(...)`` binds them, unless ``from_config`` sets it on the
+      object it built (``quant_config.is_w4a16 = ...``), which then holds; an attribute neither the class nor its
       bases in the tree ever set is absent (``getattr``'s default);
     - ``cls.get_from_keys(config, ["quant_method"])`` in ``from_config``: the
       checkpoint's ``quant_method``, read as the ``--quantization`` value.
@@ -243,6 +244,16 @@ class QuantConfigs:
             return UnkV("config file not analysed")
         init = f"{config.qualname}.__init__"
         target = f"self.{attr}"
+        later = [a for a in facts.in_scope("assigns", f"{config.qualname}.from_config")
+                 if any(t.endswith(f".{attr}") and t != target for t in a.targets)]
+        if later:
+            # ``quant_config.is_w4a16 = quant_method == "W4A16_NVFP4"`` on the
+            # object built, before it is returned
+            node = parse_expr(later[-1].value)
+            if len(later) != 1 or later[0].path or node is None:
+                return UnkV(f"{config.qualname}.{attr} is set by from_config")
+            return interp.value_of(node, config.rel, f"{config.qualname}.from_config",
+                                   later[0].line, {})
         sets = [a for a in facts.in_tree("assigns", config.qualname) if target in a.targets]
         if not sets:
             return ABSENT if not self._set_by_bases(facts, config.qualname, target) else \
