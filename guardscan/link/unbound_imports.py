@@ -84,12 +84,24 @@ def unbound_uses(facts: FactsView, conditions: Conditions,
                  scope_filter: str | None = None) -> Iterator[Failure]:
     """(scope, line, text, condition, path) of each first call, per function
     and name, through a name only a conditional import binds."""
-    top_defs = [f.name for f in facts.functions if not f.scope and not f.cls]
-    top_defs += [c.qualname for c in facts.classes if "." not in c.qualname]
-    names = conditional_imports(facts.imports, facts.assigns, top_defs)
+    # only the imports are read for every file; the other bindings of a
+    # candidate name are looked up by name, so an edit elsewhere in the file
+    # (a new helper) is no change to what this read
+    names = conditional_imports(facts.imports, (), ())
     if not names:
         return
-    declared_global = {g for f in facts.functions for g in f.globals}
+    raw = facts.unobserved
+    for name in list(names):
+        facts.note("name", name)
+        facts.note("func", name)
+        facts.note("class", name)
+    top_defs = [f.name for f in raw.functions if not f.scope and not f.cls and f.name in names]
+    top_defs += [c.qualname for c in raw.classes if c.qualname in names]
+    names = conditional_imports(facts.imports, [a for a in raw.assigns if not a.scope],
+                                top_defs)
+    if not names:
+        return
+    declared_global = {g for f in raw.functions for g in f.globals if g in names}
     calls: Iterable[CallFact] = facts.calls if scope_filter is None else \
         conditions.by_scope(facts, "calls", scope_filter)
     seen: set[tuple[str, str]] = set()
