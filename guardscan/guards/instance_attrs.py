@@ -34,7 +34,7 @@ from guardscan.predicate import FALSE, TRUE, Predicate, Unknown, conj, neg
 if TYPE_CHECKING:
     from guardscan.guards.interpreter import Interpreter
 
-__all__ = ["MAX_ALTERNATIVES", "InstanceAttributes"]
+__all__ = ["MAX_ALTERNATIVES", "InstanceAttributes", "enclosing_class"]
 
 #: More alternatives than this and the attribute reads as unknown.
 MAX_ALTERNATIVES = 8
@@ -64,7 +64,7 @@ class InstanceAttributes:
             latest = self._set_just_before(facts, scope, attr, line)
             if latest is not None:
                 return self.interpreter.names.assign_value(rel, latest, f"self.{attr}")
-        cls = _enclosing_class(facts, scope)
+        cls = enclosing_class(facts, scope)
         if not cls:
             return None
         key = (rel, cls, attr)
@@ -141,7 +141,7 @@ class InstanceAttributes:
         return AltV(tuple(out))
 
 
-def _enclosing_class(facts: FactsView, scope: str) -> str:
+def enclosing_class(facts: FactsView, scope: str) -> str:
     """The class whose method ``scope`` is (or is nested in)."""
     current = scope
     while current:

@@ -62,6 +62,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from guardscan.guards.instance_attrs import enclosing_class
 from guardscan.guards.values import AltV, ClassV, ConfigV, OptV, UnkV, Value
 from guardscan.index import Index
 from guardscan.index.observe import FactsView, Read
@@ -217,7 +218,7 @@ class QuantConfigs:
                     continue
                 arg = call.args[position] if position < len(call.args) else dict(
                     call.kwargs).get(name)
-                owner = _method_class(site_facts, call.scope)
+                owner = enclosing_class(site_facts, call.scope)
                 methods = classes.get((rel, owner), frozenset())
                 built = UnkV(f"{short}({arg}) at {rel}:{call.line}")
                 if methods and arg == "self":
@@ -345,17 +346,6 @@ class QuantConfigs:
                 keys.elts[0], ast.Constant) and keys.elts[0].value == _METHOD_KEY:
             return OptV(options.quantization)
         return None
-
-
-def _method_class(facts: FactsView, scope: str) -> str:
-    """The class whose method ``scope`` is ("" when none)."""
-    current = scope
-    while current:
-        func = facts.function(current)
-        if func is not None and func.cls:
-            return func.cls
-        current = current.rpartition(".")[0]
-    return ""
 
 
 def substring_choices(needle: str, choices: tuple[str, ...]) -> frozenset[str]:
