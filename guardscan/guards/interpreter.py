@@ -255,7 +255,7 @@ class Interpreter:
             if method is not None:
                 return method
             held = self.quant_configs.attribute(base, attr)
-            return UnkV(f"{base.qualname}.{attr} is never set") if held is ABSENT else held
+            return UnkV(f"{base.qualname}.{attr} is never set") if held == ABSENT else held
         value = first_value(lambda form: form.attribute(self, base, attr))
         if value is not None:
             return value

@@ -327,7 +327,7 @@ class QuantConfigs:
         if not isinstance(base, ConfigV):
             return None
         value = self.attribute(base, attr)
-        if value is ABSENT:
+        if value == ABSENT:
             return default if default is not None else UnkV(f"no attribute {attr}")
         return value
 
