@@ -51,6 +51,7 @@ class FactKind(str, enum.Enum):
     IMPORT = "import"  # a name bound only under a device guard
     DOC = "doc"  # a help-text claim
     SELECT = "select"  # a device test that picks an implementation
+    REQUIRES = "requires"  # another option the choice cannot run without
     # what the kernel library says
     KERNEL_CALL = "kernel-call"  # a call inside the kernel library
     DECORATOR = "decorator"  # @supported_compute_capability
@@ -179,6 +180,10 @@ def _select(a: Mapping[str, str]) -> str:
     return f"picks an implementation ({a['value']} on {a['arch']}); not a support claim"
 
 
+def _requires(a: Mapping[str, str]) -> str:
+    return f"needs {a['companion']}: judged with it given"
+
+
 def _import(a: Mapping[str, str]) -> str:
     return f"name missing on {a['arch']}: {a['condition']}"
 
@@ -210,6 +215,7 @@ _TEMPLATES = {
     FactKind.IMPORT: _import,
     FactKind.DOC: _doc,
     FactKind.SELECT: _select,
+    FactKind.REQUIRES: _requires,
     FactKind.KERNEL_CALL: _kernel_call,
     FactKind.FIELD: _field,
 }

@@ -202,6 +202,25 @@ def test_call_through_a_conditionally_imported_module_fails_where_it_is_not_impo
     assert row(result, "--moe-runner-backend", "y") == "UUU"
 
 
+def test_a_choice_is_judged_with_the_options_it_requires_given() -> None:
+    result = run_scan(fixture("flow_companions"), archs=["sm80", "sm90", "sm120"],
+                      option=["--moe-runner-backend"])
+    table = verdicts(result, "--moe-runner-backend")
+    # the hook's "requires --enable-lora" / "--lora-backend v2" block no arch:
+    # the arch is decided by `cls._admit` (a classmethod called through cls);
+    # with --lora-backend v2 given, the csgmv-only Hopper check does not apply
+    assert [table[("lora_x", a)] for a in ("sm80", "sm90", "sm120")] == [
+        "blocked", "supported", "blocked"]
+    runner = "sglang/srt/lora/moe/runner.py"
+    last = verdict_of(result, "lora_x", "sm80", "--moe-runner-backend").evidence[-1]
+    assert (last.path, last.line) == at("flow_companions", runner, "raise NotImplementedError")
+    for arch in ("sm80", "sm90", "sm120"):
+        judged = verdict_of(result, "lora_y", arch, "--moe-runner-backend")
+        assert judged.conditions == ("needs --enable-lora", "needs --lora-backend v2")
+    # a choice the hook does not test needs nothing
+    assert verdict_of(result, "triton", "sm90", "--moe-runner-backend").conditions == ()
+
+
 @cache
 def scan_quantized(name: str, option: str, quantization: str | None) -> ScanResult:
     return run_scan(fixture(name), archs=list(ARCHS), option=[option], quantization=quantization)

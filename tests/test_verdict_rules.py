@@ -30,7 +30,7 @@ class _Lines:
 def _outcome(rule: object, example: Example) -> Outcome:
     finding = Finding(FindingKind(example.kind), "sglang/srt/layers/moe/runner.py", 7,
                       example.condition, choice=example.choice, option=DEST,
-                      text=example.text)
+                      text=example.text, target=example.target)
     arch = parse_arch(example.arch)
     values = Values(Shared(DEST), "x", None)
     case = Case(_Lines(), OPTION, "x", arch, values.context(arch),  # type: ignore[arg-type]

@@ -211,6 +211,9 @@ class NameLookup:
             return latest_value(self, facts, rel, scope, name, best, candidates)
         facts.note("scope", scope)  # functions defined in it
         if any(name in func.params for func in by_qualname.get(scope, ())):
+            owner = _classmethod_owner(by_qualname.get(scope, ()), name)
+            if owner:
+                return ClassV(rel, owner)
             built = self.interpreter.quant_configs.init_param(facts, scope, name)
             return built if built is not None else UnkV(f"parameter {name}")
         func = by_scope.get((scope, name))
@@ -390,3 +393,19 @@ def unpack(value: Value, index: int) -> Value:
         return value.items[index] if -len(value.items) <= index < len(value.items) \
             else UnkV("unpack")
     return UnkV("unpacked value")
+
+
+def _classmethod_owner(funcs: tuple[FunctionFact, ...] | list[FunctionFact], name: str) -> str:
+    """The class whose classmethod binds ``name`` as its first parameter
+    (``cls`` in ``@classmethod def from_layer(cls, ...)``), or "": a call
+    ``cls._admit(...)`` there runs the class's own ``_admit``.
+
+    >>> f = FunctionFact("R.make", "make", "R", 1, 2, ("cls", "x"), (), (("classmethod", 1),), "")
+    >>> _classmethod_owner([f], "cls"), _classmethod_owner([f], "x")
+    ('R', '')
+    """
+    for func in funcs:
+        if func.cls and func.params[:1] == (name,) and any(
+                d == "classmethod" for d, _ in func.decorators):
+            return func.cls
+    return ""

@@ -27,6 +27,7 @@ from guardscan.guards import (
 )
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
+from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
 from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
@@ -74,6 +75,15 @@ class Gates:
             return out
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
             if not mentions_device(cond):
+                required = companion_requirement(cond, ctx.dests)
+                if required is not None:
+                    test, needs = required
+                    out.findings.append(Finding(
+                        FindingKind.REQUIRES, rel, line, test,
+                        tuple(self.conditions.guard_hops(facts, path, scope, line)),
+                        option=test.option, text=text,
+                        target=tuple(f"{dest}={value}" for dest, value in needs)))
+                    continue
                 # a rejection on every arch counts only on a quantization
                 # method's own path, where the methods that reach it qualify it
                 if not (rejects_everywhere(cond) and self.quant.inside(rel)

@@ -32,6 +32,7 @@ class FindingKind(str, enum.Enum):
     DOC = "doc"
     ALIAS = "alias"
     RENAME = "rename"
+    REQUIRES = "requires"
 
     # equal to its value as a str, so hashed and printed as one: a plain
     # "gate" (a test's, or an older cache's) finds the same dict entries
@@ -103,7 +104,8 @@ class Finding:
     choice: str | None = None  # for defaults: the choice assigned
     option: str | None = None  # the dest this finding is about (None: any)
     text: str = ""
-    #: for aliases: (dest, choice) the choice sets another option to
+    #: for aliases: (dest, choice) the choice sets another option to; for
+    #: ``requires``: the companions, each ``dest=value`` (``dest=`` a flag given)
     target: tuple[str, ...] = ()
 
 

@@ -17,6 +17,8 @@ from guardscan.link import (
 )
 from guardscan.predicate import (
     Const,
+    Context,
+    Tri,
     conj,
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
@@ -26,6 +28,7 @@ from guardscan.verdict.rename import renamed, renames
 from guardscan.verdict.rules import gate as gate_rule
 from guardscan.verdict.rules import rule_for
 from guardscan.verdict.rules.kernels import carried_scope, for_choice, judge_kernels, kernel_helpers
+from guardscan.verdict.rules.requires import companions
 from guardscan.verdict.values import Shared, Values, about_sets, holding
 
 __all__ = ["judge"]
@@ -105,6 +108,18 @@ def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
     return out
 
 
+def _companions(findings: list[Finding], choice: str, shared: Shared) -> dict[str, str]:
+    """The options ``choice`` requires (``requires`` findings), each holding
+    the value it needs while the choice is judged."""
+    out: dict[str, str] = {}
+    here = Context(options={shared.dest: choice})
+    for finding in findings:
+        if finding.kind == FindingKind.REQUIRES and \
+                finding.condition.evaluate(here) is Tri.TRUE:
+            out.update((dest, value) for dest, value in companions(finding) if value)
+    return out
+
+
 def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
                   global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
                   quantization: str | None, kernels: KernelJudge,
@@ -120,7 +135,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
-    values = Values(shared, choice, quantization)
+    values = Values(shared, choice, quantization, _companions(findings, choice, shared))
     # kernel calls that single out this choice (the same on every arch): by a
     # test of the option on their path, or by the string the choice hands
     # them; and the helpers among them

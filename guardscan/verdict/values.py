@@ -137,10 +137,10 @@ class Shared:
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
         self.tests: dict[int, list[frozenset[str]]] = {}
-        self.values: dict[tuple[int, Arch, tuple[bool, ...]], Tri] = {}
-        self.specific: dict[tuple[int, tuple[bool, ...]], bool] = {}
+        self.values: dict[tuple[int, Arch, tuple[object, ...]], Tri] = {}
+        self.specific: dict[tuple[int, tuple[object, ...]], bool] = {}
         self.mentions: dict[int, bool] = {}
-        self.undecided: dict[tuple[int, Arch, tuple[bool, ...]],
+        self.undecided: dict[tuple[int, Arch, tuple[object, ...]],
                              tuple[bool, tuple[str, ...], list[str] | None]] = {}
 
     def signature(self, pred: Predicate, choice: str) -> tuple[bool, ...]:
@@ -156,23 +156,29 @@ class Values:
     """Conditions evaluated on each arch for one choice, each once (and once
     for the choices that cannot tell them apart)."""
 
-    def __init__(self, shared: Shared, choice: str, quantization: str | None) -> None:
+    def __init__(self, shared: Shared, choice: str, quantization: str | None,
+                 companions: dict[str, str] | None = None) -> None:
+        """``companions``: other options the choice requires, holding the
+        value it needs while it is judged (``link.companions``)."""
         self.shared, self.choice, self.quantization = shared, choice, quantization
+        self.companions = companions or {}
         self._contexts: dict[Arch, Context] = {}
-        self._signatures: dict[int, tuple[bool, ...]] = {}
+        self._signatures: dict[int, tuple[object, ...]] = {}
 
     def context(self, arch: Arch) -> Context:
         ctx = self._contexts.get(arch)
         if ctx is None:
             ctx = self._contexts[arch] = Context(
-                arch=arch, options={**self.shared.unset, self.shared.dest: self.choice},
+                arch=arch, options={**self.shared.unset, **self.companions,
+                                    self.shared.dest: self.choice},
                 quantization=self.quantization, installed=self.shared.installed)
         return ctx
 
-    def _signature(self, pred: Predicate) -> tuple[bool, ...]:
+    def _signature(self, pred: Predicate) -> tuple[object, ...]:
         signature = self._signatures.get(id(pred))
         if signature is None:
-            signature = self._signatures[id(pred)] = self.shared.signature(pred, self.choice)
+            signature = self._signatures[id(pred)] = (
+                *self.shared.signature(pred, self.choice), *sorted(self.companions.items()))
         return signature
 
     def __call__(self, pred: Predicate, arch: Arch) -> Tri:

@@ -17,12 +17,21 @@ from types import ModuleType
 
 from guardscan.link import Finding
 from guardscan.verdict.model import Case, Outcome
-from guardscan.verdict.rules import compiled, default, doc, gate, imports, kernels, select
+from guardscan.verdict.rules import (
+    compiled,
+    default,
+    doc,
+    gate,
+    imports,
+    kernels,
+    requires,
+    select,
+)
 
 __all__ = ["FINDING_RULES", "RULES", "rule_for"]
 
 #: the rules over findings, in the order their docs are shown
-FINDING_RULES: tuple[ModuleType, ...] = (gate, imports, default, doc, select)
+FINDING_RULES: tuple[ModuleType, ...] = (gate, imports, default, doc, select, requires)
 #: every rule, the kernel-library ones last (``compiled`` answers kernel calls
 #: into the compiled packages, which ``kernels`` then judges like any other)
 RULES: tuple[ModuleType, ...] = (*FINDING_RULES, kernels, compiled)

@@ -39,6 +39,7 @@ class Example:
     effect: str = ""
     choice: str | None = None
     text: str = ""
+    target: tuple[str, ...] = ()
 
 
 
