@@ -221,6 +221,19 @@ def test_a_choice_is_judged_with_the_options_it_requires_given() -> None:
     assert verdict_of(result, "triton", "sm90", "--moe-runner-backend").conditions == ()
 
 
+def test_a_deprecated_alias_in_a_table_is_judged_as_what_it_becomes() -> None:
+    result = run_scan(fixture("flow_alias_table"), archs=["sm80", "sm90", "sm120"],
+                      option=["--attention-backend"])
+    table = verdicts(result, "--attention-backend")
+    for arch, expected in (("sm80", "blocked"), ("sm90", "supported"), ("sm120", "blocked")):
+        assert table[("old_fa3", arch)] == table[("fa3", arch)] == expected
+    chain = verdict_of(result, "old_fa3", "sm80", "--attention-backend").evidence
+    hook = at("flow_alias_table", "sglang/srt/arg_groups/serving_hook.py", "aliases = {")
+    assert hook in [(e.path, e.line) for e in chain]
+    assert (chain[-1].path, chain[-1].line) == at(
+        "flow_alias_table", "sglang/srt/server_args.py", "raise ValueError")
+
+
 @cache
 def scan_quantized(name: str, option: str, quantization: str | None) -> ScanResult:
     return run_scan(fixture(name), archs=list(ARCHS), option=[option], quantization=quantization)

@@ -42,7 +42,13 @@ atoms). The kinds, one recogniser each:
 - ``rename``: code sets the option to another of its choices where it holds
   this one, whatever else holds (``if a2a == "ascend_tp":
   declare_resolution(..., moe_a2a_backend="none")``): the choice is judged as
-  the one it becomes (``verdict.rename``).
+  the one it becomes (``verdict.rename``); a literal table of deprecated
+  choices read in a hook (``aliases[old]``) gives one per key
+  (``alias_tables``).
+- ``requires``: a check without a device test that rejects the choice unless
+  another option is given or holds a value (``lora_triton`` "requires
+  --enable-lora"): the choice is judged with that companion given, and its
+  conditions say so (``companions``, ``verdict.rules.requires``).
 - ``kernel-call``: a call into the kernel library from the choice's code, for
   the kernels stage to judge.
 
@@ -51,7 +57,8 @@ Where each part lives: ``model`` (findings, hops, kernel calls; the
 ``gates`` (gates, defaults, calls followed), ``regions`` (registered
 functions), ``named`` (modules named for a choice), ``quantization`` (method
 tables, thresholds, and the condition of the methods' code),
-``method_paths`` (the code each method runs), ``help_claims`` (help text), ``units`` (incremental
+``method_paths`` (the code each method runs), ``help_claims`` (help text), ``companions`` (options a choice needs),
+``alias_tables`` (tables of deprecated choices), ``units`` (incremental
 replay), ``collect`` (the driver).
 """
 

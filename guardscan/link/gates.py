@@ -27,6 +27,7 @@ from guardscan.guards import (
 )
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
+from guardscan.link.alias_tables import alias_table_renames
 from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
@@ -110,6 +111,8 @@ class Gates:
                                             text=text))
         self.scan_defaults(facts, out)
         self.scan_carried_backends(facts, out)
+        if not self.quant.inside(rel):
+            out.findings.extend(alias_table_renames(ctx.index, facts, ctx.options))
         return out
 
     def _choices(self) -> dict[str, tuple[str, ...]]:

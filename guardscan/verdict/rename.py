@@ -12,8 +12,10 @@ Known limits
     Only a rewrite that holds for the choice on every arch and launch (no
     device, model or other option in its condition); a conditional rewrite
     leaves the choice's own verdict, and so does a rewrite in a quantization
-    method's code (it holds for that method's layers only). A rewrite through a table read in a loop
-    (``aliases[old]``) is not read. A choice rewritten into one that is
+    method's code (it holds for that method's layers only). A rewrite through
+    a table read in a loop (``aliases[old]``) is read by
+    ``link.alias_tables`` when the table is a literal in the hook that uses
+    it; one built elsewhere is not read. A choice rewritten into one that is
     itself rewritten is judged as the first target only; one whose rewrite
     also sets other options (``resolve(server_args, moe_runner_backend="auto",
     attention_backend="fa3")``) keeps its own verdict, judged by those
