@@ -81,6 +81,19 @@ def test_each_method_is_judged_on_its_own_code(quantization: str | None, triton:
     assert row(result, MOE, "marlin") == marlin
 
 
+def test_a_constructor_refusing_a_choice_on_every_arch_holds_under_its_method() -> None:
+    """``NvFp4MoEMethod.__init__`` raises for ``lora`` whatever the device: a
+    gate on every arch under nvfp4; without ``--quantization`` it says what
+    the method refuses (a condition), not what the arch does."""
+    assert row(scan("nvfp4"), MOE, "lora") == "BBBBBBBBB"
+    assert deciding(scan("nvfp4"), MOE, "lora", "sm90") == (NVFP4, "gate")
+    assert row(scan("mxfp4"), MOE, "lora") == "UUUUUUUUU"
+    assert row(scan(None), MOE, "lora") == "UUUUUUUUU"
+    plain = next(b for b in scan(None).backends
+                 if (b.option, b.choice, b.arch) == (MOE, "lora", "sm90"))
+    assert "blocked with --quantization nvfp4" in plain.conditions
+
+
 def test_undecided_ways_stay_undecided() -> None:
     """A method-wide gate reached only for some checkpoints (``prepare_online``)
     and one in a method nothing calls (``debug_dump``) never block."""

@@ -22,7 +22,9 @@ Why it matters
     ``--quantization fp8``, whose block-FP8 dispatcher has no branch for it)
     was ``unknown`` with "no architecture evidence" and read as safe to try.
 Known limits
-    Only in functions of a module, not methods: a base class's default
+    Only in functions of a module and constructors (``__init__`` of a
+    module class: ``ModelOptNvFp4FusedMoEMethod`` raises for every LoRA
+    runner but ``lora_marlin`` in its own), not other methods: a base class's default
     (``FusedMoEMethodBase.get_moe_quant_info`` raising for every runner but
     Triton) is overridden by the methods that matter, which a method's path
     does not tell apart. Elsewhere in the tree such a failure is not kept: a file-wide reading

@@ -90,7 +90,7 @@ class Gates:
                 if not (rejects_everywhere(cond) and self.quant.inside(rel)
                         and _module_function(facts, scope)):
                     continue
-                cond = self.quant.qualify(rel, scope, cond)
+                cond = self.quant.qualify(rel, scope, cond, every_arch=True)
                 if not raises_for_some_method(cond, self._choices()):
                     continue
             else:
@@ -382,11 +382,17 @@ class Gates:
 
 
 def _module_function(facts: FactsView, scope: str) -> bool:
-    """Whether ``scope`` is a function of the module, not a method (a base
-    class's default, ``raise NotImplementedError(... does not expose quant
-    info)``, is overridden where it matters)."""
+    """Whether ``scope`` is a function of the module or a module class's
+    constructor, not another method (a base class's default, ``raise
+    NotImplementedError(... does not expose quant info)``, is overridden where
+    it matters; a constructor runs for every object the method builds, its
+    subclasses' included through ``super().__init__``)."""
     func = facts.function(scope)
-    return func is not None and not func.cls and "." not in scope
+    if func is None:
+        return False
+    if not func.cls:
+        return "." not in scope
+    return scope.count(".") == 1 and scope.endswith(".__init__")
 
 
 def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:

@@ -122,7 +122,8 @@ class QuantizationMethods:
         self.past_budget, self.escapes = set(past), set(escapes)
         self.dirs, self._table_of = set(dirs), dict(table_of)
 
-    def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False) -> Predicate:
+    def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False,
+                every_arch: bool = False) -> Predicate:
         """``cond``, a guard's condition in ``scope`` of ``rel``, with the
         condition under which the quantization methods run that code.
 
@@ -134,7 +135,13 @@ class QuantizationMethods:
         raise``) also counts without ``--quantization``: the choice only
         matters under a method that reaches it. Other gates keep every
         condition on the way. ``evidence``: ``cond`` is evidence of support
-        (an ``auto`` default), which only the methods' own paths give."""
+        (an ``auto`` default), which only the methods' own paths give.
+        ``every_arch``: ``cond`` tests no device (``link.everywhere``): it
+        says what the method refuses, not what the arch does, so it holds
+        only under a ``--quantization`` naming a method that reaches it (a
+        choice used outside the methods too, ``lora_triton`` in LoRA's own
+        runner, is not refused for an unquantized model by
+        ``ModelOptNvFp4FusedMoEMethod.__init__``)."""
         if not self._inside(rel):
             return cond
         tested = option_atoms(cond)
@@ -142,7 +149,7 @@ class QuantizationMethods:
         if evidence:
             variant = "evidence"
         elif tested:
-            variant = "chosen" if _positive_option_test(cond) else "choice"
+            variant = "chosen" if _positive_option_test(cond) and not every_arch else "choice"
         if variant == "choice":
             cond = self._default_resolved(cond)
         return conj(self.condition(rel, scope, variant), cond)
