@@ -134,6 +134,9 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
     # library (a model's or a feature's own switch) folds into one line
     fold = len(archs) == 1 and bool(result.kernels)
     folded = [a for a in decided if fold and not a.kernels and a.option not in field]
+    # the options not shown in a block of their own share one section, no blank
+    # line between its parts: each part's lead says what it is
+    rest: list[str] = []
     shown: list[OptionAnswer] = []
     alike: list[tuple[OptionAnswer, OptionAnswer]] = []  # (option, the one above it is like)
     for answer in decided:
@@ -153,16 +156,13 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
         same: dict[str, list[str]] = {}
         for answer, like in alike:
             same.setdefault(like.option, []).append(style(answer.option, "option"))
-        out.append("")
-        out.extend(wrap("answered within an option above: " + "; ".join(
+        rest.extend(wrap("answered within an option above: " + "; ".join(
             f"{', '.join(names)} (like {like_option})" for like_option, names in same.items()),
             "", "  "))
     calm: list[str] = []
     if folded:
         lines, calm = _folded(folded, style)
-        if lines:
-            out.append("")
-            out.extend(lines)
+        rest.extend(lines)
     infos = {o.flag: o for o in result.options}
     for option in [o for o in nothing if o in field]:
         # nothing decided, but someone saw it fail (or work): worth its own block
@@ -175,14 +175,16 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
     nothing = [o for o in nothing if o not in field]
     if (nothing or calm) and fold:
         # options with nothing known, and SGLang-only ones with nothing to avoid
-        out.append("")
-        out.extend(wrap(f"nothing to avoid on {archs[0]} for {len(nothing) + len(calm)} more "
+        rest.extend(wrap(f"nothing to avoid on {archs[0]} for {len(nothing) + len(calm)} more "
                         "options (safe to try, no promise; --verbose lists them)", "", "  "))
     elif nothing:
         out.append("")
         where = "any of these archs" if len(archs) > 1 else archs[0] if archs else "any arch"
         out.extend(wrap(f"nothing known on {where}, every choice unknown (safe to try, no "
                          f"promise): {', '.join(nothing)}", "", "  "))
+    if rest:
+        out.append("")
+        out.extend(rest)
     return out
 
 
