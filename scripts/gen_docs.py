@@ -246,7 +246,7 @@ def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:
 
 def verdicts_page() -> str:
     from guardscan import verdict
-    from guardscan.verdict import rules
+    from guardscan.verdict import checkpoint, rename, rules
 
     lines = ["# Verdicts", "", GENERATED, "",
              (f"From `{_source_path(verdict)}` and one module per rule under "
@@ -260,6 +260,14 @@ def verdicts_page() -> str:
         lines += _section(f"`{rule.__name__.rsplit('.', 1)[-1]}`: {title.split(': ', 1)[-1]}",
                           body.strip())
         lines.insert(len(lines) - 2, f"In `{_source_path(rule)}`.")
+        lines.insert(len(lines) - 2, "")
+    lines += ["## Across findings", "",
+              "Read by the ladder over a choice's findings together, not one at a time.", ""]
+    for module in (rename, checkpoint):
+        title, _, body = (inspect.getdoc(module) or "").partition("\n")
+        lines += _section(f"`{module.__name__.rsplit('.', 1)[-1]}`: "
+                          f"{title.split(': ', 1)[-1]}", body.strip())
+        lines.insert(len(lines) - 2, f"In `{_source_path(module)}`.")
         lines.insert(len(lines) - 2, "")
     return about_itself("\n".join(lines).rstrip() + "\n", "docs/verdicts.md")
 

@@ -94,6 +94,34 @@ def test_a_constructor_refusing_a_choice_on_every_arch_holds_under_its_method() 
     assert "blocked with --quantization nvfp4" in plain.conditions
 
 
+@pytest.mark.parametrize(("quantization", "expected"), [
+    # sm90: mxfp4's gate refuses cutlass, nvfp4 picks it itself: the checkpoint decides
+    (None, "BBBUSSBBB"),
+    ("mxfp4", "BBBBSSBBB"),  # the gate of the method given
+    ("nvfp4", "UUUSUUUUU"),  # the method's own pick
+])
+def test_one_methods_gate_against_anothers_pick_without_a_method(
+        quantization: str | None, expected: str) -> None:
+    """mxfp4 refuses ``cutlass`` off SM100; nvfp4 resolves ``auto`` to it on
+    SM90 (``verdict/checkpoint.py``). Without ``--quantization`` the refusal
+    on SM90 is a condition and the pick is shown, not counted; where nothing
+    picks it (SM80), the gate still blocks, as ``triton``'s and ``marlin``'s
+    do (``test_each_method_is_judged_on_its_own_code``)."""
+    result = scan(quantization)
+    assert row(result, MOE, "cutlass") == expected
+    if quantization is None:
+        plain = next(b for b in result.backends
+                     if (b.option, b.choice, b.arch) == (MOE, "cutlass", "sm90"))
+        assert plain.conditions == ("blocked with --quantization mxfp4",)
+        assert [(e.path, e.role, e.status) for e in plain.evidence
+                if e.role in ("gate", "default")] == [
+            ("sglang/srt/layers/quantization/mxfp4.py", "gate", "caveat"),
+            (NVFP4, "default", "caveat")]
+    if quantization == "mxfp4":
+        assert deciding(result, MOE, "cutlass", "sm90") == (
+            "sglang/srt/layers/quantization/mxfp4.py", "gate")
+
+
 def test_undecided_ways_stay_undecided() -> None:
     """A method-wide gate reached only for some checkpoints (``prepare_online``)
     and one in a method nothing calls (``debug_dump``) never block."""

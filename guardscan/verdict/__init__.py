@@ -53,6 +53,10 @@ unknown
     conditions guardscan cannot decide (model config, env vars, the
     quantization method when not given) are listed with the verdict, never
     taken as blocking.
+    Without ``--quantization``, a gate of some methods that blocks where
+    another method picks the choice itself (``auto`` resolves to it there)
+    is such a condition too: the checkpoint decides
+    (``verdict.checkpoint``).
 
 Worked chain (sglang 0.5.9 + flashinfer 0.6.3, ``--moe-runner-backend
 flashinfer_trtllm`` on sm120, as ``guardscan explain`` prints it, abridged)::
@@ -80,7 +84,8 @@ gate reached by a longer path is missed (errs toward unknown/supported);
 Layout: ``ladder`` (the four-way ladder and the memo of judged choices),
 ``rules/`` (one module per kind of finding or fact, each returning an
 ``Outcome``), ``values`` (conditions evaluated per choice and arch),
-``chain`` (evidence lines and their status), ``dirty`` (what a change can
+``chain`` (evidence lines and their status), ``checkpoint`` (one method's
+gate against another's pick, without ``--quantization``), ``dirty`` (what a change can
 alter), ``notes`` (method-wide notes), ``model`` (the plain data and the
 plug-in points).
 """

@@ -23,6 +23,7 @@ from guardscan.predicate import (
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 from guardscan.verdict.chain import dedupe_keep_last, mark_statuses
+from guardscan.verdict.checkpoint import checkpoint_decides
 from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge
 from guardscan.verdict.rename import renamed, renames
 from guardscan.verdict.rules import gate as gate_rule
@@ -146,8 +147,11 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     for arch in archs:
         case = Case(index, option, choice, arch, values.context(arch), all_archs, every, values,
                     quantization, about)
-        outcomes = [rule(finding, case) for finding in findings
-                    if (rule := rule_for(finding)) is not None]
+        judged = [(finding, rule(finding, case)) for finding in findings
+                  if (rule := rule_for(finding)) is not None]
+        if quantization is None:
+            judged = checkpoint_decides(judged)
+        outcomes = [outcome for _, outcome in judged]
         if quantization is not None:
             # a method-wide gate blocks or is a caveat; it is no choice's support
             outcomes += [replace(gate_rule.judge(finding, case), positive=())
