@@ -122,6 +122,45 @@ def test_one_methods_gate_against_anothers_pick_without_a_method(
             "sglang/srt/layers/quantization/mxfp4.py", "gate")
 
 
+@cache
+def checkpoint_scan(quantization: str | None) -> ScanResult:
+    return run_scan(fixture("quant_checkpoint_decides"), option=[MOE], quantization=quantization)
+
+
+@pytest.mark.parametrize(("quantization", "marlin", "cutlass"), [
+    # sm80-89: nvfp4 spares marlin (its Marlin fallback) and cutlass; sm90: it
+    # picks cutlass for auto. mxfp4's gates are conditions there, not blocks
+    (None, "UUUSBBBBB", "UUUUSSBBB"),
+    ("nvfp4", "UUUUUUUUU", "UUUSUUUUU"),
+    ("mxfp4", "BBBSBBBBB", "BBBBSSBBB"),
+])
+def test_the_checkpoint_decides_between_one_methods_gate_and_anothers_word(
+        quantization: str | None, marlin: str, cutlass: str) -> None:
+    """fixtures/quant_checkpoint_decides (``verdict/checkpoint.py``): where
+    nvfp4 runs a choice that mxfp4 refuses, a launch without
+    ``--quantization`` is judged by neither; where nvfp4 says nothing
+    (sm100 up for marlin), mxfp4's gate still blocks. A sibling choice the
+    same test covers (``experimental_marlin``) goes with it."""
+    result = checkpoint_scan(quantization)
+    assert row(result, MOE, "marlin") == marlin
+    assert row(result, MOE, "experimental_marlin") == marlin
+    assert row(result, MOE, "cutlass") == cutlass
+
+
+def test_what_the_checkpoint_decides_is_shown_not_counted() -> None:
+    mxfp4, nvfp4 = ("sglang/srt/layers/quantization/mxfp4.py",
+                    "sglang/srt/layers/quantization/nvfp4.py")
+    # nvfp4's word: its Blackwell gate sparing the choice, and on sm90 its pick
+    for choice, arch, words in (("marlin", "sm80", ["gate"]),
+                                ("cutlass", "sm90", ["gate", "default"])):
+        verdict = next(b for b in checkpoint_scan(None).backends
+                       if (b.option, b.choice, b.arch) == (MOE, choice, arch))
+        assert verdict.conditions == ("blocked with --quantization mxfp4",)
+        assert [(e.path, e.role, e.status) for e in verdict.evidence
+                if e.role in ("gate", "default")] == [
+            (mxfp4, "gate", "caveat"), *((nvfp4, word, "caveat") for word in words)]
+
+
 def test_undecided_ways_stay_undecided() -> None:
     """A method-wide gate reached only for some checkpoints (``prepare_online``)
     and one in a method nothing calls (``debug_dump``) never block."""

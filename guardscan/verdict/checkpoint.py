@@ -6,8 +6,10 @@ What it judges
     backend.is_marlin() and not is_sm90(): raise``), while on the same arch
     another method, none of those, resolves ``auto`` to that very choice
     (ModelOpt FP4's ``if (8, 0) <= capability < (10, 0): moe_runner_backend =
-    MARLIN``): SGLang runs the choice there for that method's checkpoints and
-    refuses it for the others.
+    MARLIN``), or exempts it from a gate of its own that rejects the other
+    choices there (``if not is_blackwell and not backend.is_marlin():
+    raise``: its Marlin fallback): SGLang runs the choice there for that
+    method's checkpoints and refuses it for the others.
 Why it matters
     Such a gate was counted for every checkpoint: ``--moe-runner-backend
     marlin`` on an A100 was called blocked, though SGLang itself picks
@@ -17,22 +19,21 @@ Why it matters
     is what the rest of the evidence says (``unknown`` where nothing else
     speaks), never ``supported`` on the strength of the other method's pick.
 Known limits
-    Only a pick (``default``) counts as the other method's word: a method
+    Only a pick (``default``) or an exemption counts as the other method's
+    word: a method
     that merely tests the option for the choice, or reaches it through code
     many methods share, may also run it gate-free, and its gate then still
     blocks without ``--quantization`` (errs toward ``blocked`` where a
     choice is mostly used with one kind of checkpoint, as the truth files
-    label it). A pick of another choice that the gate's test does not tell
-    apart counts for that choice only: ``experimental_sgl_marlin``
-    (``is_marlin()`` holds for it too) stays blocked on sm80 though ModelOpt
-    picks ``marlin`` there. With ``--quantization`` given nothing changes
-    here.
+    label it). With ``--quantization`` given nothing changes here.
 Example
     sglang 0.5.19, ``--moe-runner-backend marlin`` on sm80 without
     ``--quantization``: ``mxfp4.py:632`` (MXFP4 Marlin requires SM90+)
     under compressed-tensors and mxfp4, ``modelopt_quant.py:2835`` (auto ->
     marlin on capability 8.0-9.x) under modelopt_fp4: ``unknown``, blocked
-    with --quantization compressed-tensors or mxfp4.
+    with --quantization compressed-tensors or mxfp4. ``experimental_sgl_marlin``
+    (``is_marlin()`` holds for it too) on sm80 the same way, by
+    ``modelopt_quant.py:2259``'s exemption.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from guardscan.evidence import FactKind, Status
+from guardscan.evidence import FactKind, Status, args_of
 from guardscan.link import GATE_KINDS, Finding, FindingKind
-from guardscan.predicate import Predicate, QuantIs, atoms
-from guardscan.results import Evidence
-from guardscan.verdict.model import Outcome
+from guardscan.predicate import Const, Context, OptionIs, Predicate, QuantIs, Tri, atoms, substitute
+from guardscan.results import Evidence, Role
+from guardscan.verdict.chain import finding_evidence
+from guardscan.verdict.model import Case, Outcome
 
 __all__ = ["checkpoint_decides", "methods_of"]
 
@@ -60,14 +62,17 @@ def methods_of(cond: Predicate) -> frozenset[str]:
     return frozenset(m for a in atoms(cond) if isinstance(a, QuantIs) for m in a.methods)
 
 
-def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]],
+def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
                        ) -> list[tuple[Finding, Outcome]]:
-    """The rules' outcomes for one choice on one arch, judged without
-    ``--quantization``: a blocking gate of some methods, where another
-    method picks the choice here (a positive ``default``), is a condition;
-    that pick is then shown, not counted as support."""
+    """The rules' outcomes for one choice on one arch (``case``), judged
+    without ``--quantization``: a blocking gate of some methods, where
+    another method picks the choice here (a positive ``default``) or exempts
+    it (``exempting_methods``), is a condition; that pick is then shown, not counted
+    as support."""
     picks = [(f, o) for f, o in judged if f.kind == FindingKind.DEFAULT and o.positive]
-    picked = frozenset().union(*(methods_of(f.condition) for f, _ in picks))
+    spares = {id(f): methods for f, o in judged if f.kind in GATE_KINDS and not o.blocking
+              and (methods := exempting_methods(f.condition, case))}
+    picked = frozenset().union(*(methods_of(f.condition) for f, _ in picks), *spares.values())
     if not picked:
         return list(judged)
     out: list[tuple[Finding, Outcome]] = []
@@ -77,7 +82,7 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]],
         if outcome.blocking and finding.kind in GATE_KINDS and gated and picked - gated:
             others = picked - gated
             demoted |= others
-            note = (f"only for {_names(gated)} checkpoints: {_names(others)} picks the "
+            note = (f"only for {_names(gated)} checkpoints: {_names(others)} runs the "
                     "choice here, so without --quantization the checkpoint decides")
             outcome = replace(outcome, blocking=(), caveats=(
                 *outcome.caveats, *_shown(outcome.blocking, FactKind.GATE, note)),
@@ -86,11 +91,62 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]],
         out.append((finding, outcome))
     if not demoted:
         return out
-    note = "a pick for those checkpoints only: other methods' gates refuse the choice here"
-    return [(f, replace(o, positive=(), caveats=(
-        *o.caveats, *_shown(o.positive, FactKind.DEFAULT, note))))
-            if f.kind == FindingKind.DEFAULT and o.positive and methods_of(f.condition) & demoted
-            else (f, o) for f, o in out]
+    picked_note = "a pick for those checkpoints only: other methods' gates refuse the choice here"
+    spared_note = ("spares the choice here for those checkpoints: other methods' gates refuse "
+                   "it")
+    shown: list[tuple[Finding, Outcome]] = []
+    for finding, outcome in out:
+        if finding.kind == FindingKind.DEFAULT and outcome.positive \
+                and methods_of(finding.condition) & demoted:
+            outcome = replace(outcome, positive=(), caveats=(
+                *outcome.caveats, *_shown(outcome.positive, FactKind.DEFAULT, picked_note)))
+        elif spares.get(id(finding), frozenset()) & demoted:
+            outcome = replace(outcome, caveats=(*outcome.caveats, *_shown(tuple(finding_evidence(
+                case.index, finding, Role.GATE, FactKind.GATE, args_of(
+                    effect="admits", arch=case.arch.name,
+                    condition=finding.condition.describe()))), FactKind.GATE, spared_note)))
+        shown.append((finding, outcome))
+    return shown
+
+
+def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
+    """The methods under which a gate's condition spares the case's choice
+    on its arch only by its tests of the option that name the choice: it
+    does not raise for the choice there, and would, were those tests false
+    (``not is_blackwell and not backend.is_marlin()`` spares ``marlin`` off
+    Blackwell; ``backend == "triton" and not backend.is_marlin()`` spares
+    nothing, it is Triton's).
+
+    >>> from guardscan.arch import parse_arch
+    >>> from guardscan.predicate import Device, conj, neg
+    >>> from guardscan.results import OptionInfo
+    >>> from guardscan.verdict.values import Shared, Values
+    >>> marlin = OptionIs("moe_runner_backend", frozenset({"marlin"}))
+    >>> triton = OptionIs("moe_runner_backend", frozenset({"triton"}))
+    >>> nvfp4 = QuantIs(frozenset({"nvfp4"}))
+    >>> values = Values(Shared("moe_runner_backend"), "marlin", None)
+    >>> option = OptionInfo("--moe-runner-backend", "moe_runner_backend",
+    ...                     ("triton", "marlin"), "server_args.py", 1)
+    >>> sm80 = parse_arch("sm80")
+    >>> case = Case(None, option, "marlin", sm80, values.context(sm80), (sm80,),
+    ...             frozenset(option.choices), values, None, {})
+    >>> not_blackwell = neg(Device("major", "==", 10))
+    >>> sorted(exempting_methods(conj(nvfp4, not_blackwell, neg(marlin)), case))
+    ['nvfp4']
+    >>> sorted(exempting_methods(conj(nvfp4, triton, not_blackwell, neg(marlin)), case))
+    []
+    """
+    dest, choice = case.option.dest, case.choice
+    named = [a for a in atoms(cond)
+             if isinstance(a, OptionIs) and a.option == dest and choice in a.choices]
+    if not named:
+        return frozenset()
+    unnamed = substitute(cond, lambda atom: Const(False) if atom in named else None)
+    ctx = case.ctx
+    under = [(m, Context(arch=ctx.arch, options=ctx.options, quantization=m, env=ctx.env,
+                         installed=ctx.installed)) for m in sorted(methods_of(cond))]
+    return frozenset(m for m, at in under if cond.evaluate(at) is Tri.FALSE
+                     and unnamed.evaluate(at) is Tri.TRUE)
 
 
 def _names(methods: frozenset[str]) -> str:

@@ -150,7 +150,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         judged = [(finding, rule(finding, case)) for finding in findings
                   if (rule := rule_for(finding)) is not None]
         if quantization is None:
-            judged = checkpoint_decides(judged)
+            judged = checkpoint_decides(judged, case)
         outcomes = [outcome for _, outcome in judged]
         if quantization is not None:
             # a method-wide gate blocks or is a caveat; it is no choice's support
