@@ -40,10 +40,11 @@ import difflib
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
+from guardscan.checkpoint_config import model_path, read_checkpoint
 from guardscan.memo.process import scan_once, tree_defines
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, OptionInfo, ScanResult, Verdict
@@ -185,6 +186,7 @@ class Preflight:
     notes: tuple[str, ...] = ()
     launch: Launch | None = None
     field: tuple[Problem, ...] = ()
+    checkpoint: str | None = None  # a method read from the checkpoint (checkpoint_config)
 
     @property
     def ok(self) -> bool:
@@ -224,7 +226,7 @@ class Preflight:
                 "warnings": [p.to_json() for p in self.warnings],
                 "checks": [c.to_json() for c in self.checks],
                 "ignored": list(self.ignored), "notes": list(self.notes),
-                "field": [p.to_json() for p in self.field]}
+                "field": [p.to_json() for p in self.field], "checkpoint": self.checkpoint}
 
 
 # -- the launch command --------------------------------------------------------------------
@@ -574,7 +576,10 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     archs = _archs_of(arch)
     launch = parse_launch(argv)
     given_q = launch.last(QUANTIZATION_FLAG)
-    quantization = given_q.value if given_q is not None else None
+    checkpoint = None if given_q is not None else read_checkpoint(
+        model_path([(f.flag, f.value) for f in launch.flags]))
+    quantization = given_q.value if given_q is not None else \
+        checkpoint.method if checkpoint is not None else None
     choices: tuple[str, ...] | None = None
     try:
         result, root, choices = scan_once(target, archs, quantization, flashinfer, cache_dir,
@@ -590,4 +595,6 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
         result, launch,
         defined=(lambda flag: tree_defines(root, package, flag)) if root is not None else None,
         quantization_choices=choices)
+    if checkpoint is not None:
+        answer = replace(answer, checkpoint=checkpoint.note(result.quantization, choices))
     return launch_field(answer, mode, reports, target, root)

@@ -44,7 +44,8 @@ examples:
 
 Only the backend options (--*-backend) and --quantization are judged, by the
 scanned version's own catalog; other flags (--tp 8, --model-path m) are listed
-as ignored. A choice the option does not offer, or a misspelt backend flag, is a
+as ignored. Without --quantization, a local --model-path's config.json names
+the method judged under (quantization_config.quant_method, read as JSON). A choice the option does not offer, or a misspelt backend flag, is a
 problem with the closest matches. Options the command does not set keep their
 defaults; a default that resolves to a choice to avoid gets a line (a warning:
 it does not change the exit code). --verbose also lists the defaults whose auto
@@ -161,7 +162,11 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
         head += f", --quantization {answer.quantization}"
     elif answer.quantization:
         head += ", judged without --quantization"
+    elif answer.checkpoint and result.quantization:
+        head += f", --quantization {result.quantization} (the checkpoint's)"
     lines = [head]
+    if answer.checkpoint:
+        lines.append(f"  note: {answer.checkpoint}")
     several = len(archs) > 1
     rows: list[tuple[int, int, str, str, str]] = []  # (position, sub, subject, status, rest)
     launch = answer.launch
@@ -241,8 +246,10 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
         if bad:
             first = bad[0]
             spec = f" {target}" if target else ""
+            # the method judged under: explain without it may give another verdict
+            method = f" --quantization {result.quantization}" if result.quantization else ""
             lines.append(f"why: guardscan explain {first.choice} --option {first.option} "
-                         f"--arch {first.arch}{spec}")
+                         f"--arch {first.arch}{method}{spec}")
     stream.write("\n".join(lines) + "\n")
 
 
