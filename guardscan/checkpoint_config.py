@@ -5,7 +5,10 @@ names: SGLang reads ``quantization_config.quant_method`` from the model's
 ``config.json``. Without it, a verdict that one method's code decides is a
 condition ("blocked with --quantization mxfp4", ``verdict.checkpoint``);
 with a local ``--model-path`` whose ``config.json`` names the method,
-``check`` and ``preflight`` judge under that method exactly, and say so.
+``check`` and ``preflight`` judge under that method exactly, and say so, as
+the scan and ``explain`` do with ``--model-config FILE``. Only the method is
+read: the model's other properties (its architecture, MLA or hybrid
+attention layers) do not decide a verdict yet.
 
 The file is read as JSON, never through transformers, and only from a local
 directory: a hub id (``deepseek-ai/DeepSeek-V3``) is not fetched. Known limit:
@@ -31,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODEL_FLAGS", "Checkpoint", "model_path", "read_checkpoint"]
+__all__ = ["MODEL_FLAGS", "Checkpoint", "model_path", "read_checkpoint", "read_config"]
 
 #: the launch flags that name the model (``--model`` is SGLang's alias)
 MODEL_FLAGS = ("--model-path", "--model")
@@ -78,6 +81,14 @@ def read_checkpoint(path: str | None) -> Checkpoint | None:
     try:
         if not config.is_file():
             return None
+    except OSError:
+        return None
+    return read_config(config)
+
+
+def read_config(config: Path) -> Checkpoint:
+    """The quantization a model's ``config.json`` (the file itself) names."""
+    try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         return Checkpoint(str(config), None, f"could not be read ({exc.__class__.__name__})")

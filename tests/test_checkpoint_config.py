@@ -113,3 +113,45 @@ def test_check_says_where_the_method_came_from(tmp_path: Path,
                       f"{model}/config.json")
     assert out[-1].startswith("why: guardscan explain marlin --option --moe-runner-backend "
                               "--arch sm80 --quantization mxfp4 ")
+
+
+def test_model_config_sets_the_method_of_a_scan(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    config = Path(checkpoint(tmp_path, quantized("mxfp4"))) / "config.json"
+    code = main([str(fixture(TREE)), "--no-kernels", "--arch", "sm80", "--option", MOE,
+                 "--model-config", str(config), "--format", "json"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == ExitCode.OK
+    assert data["quantization"] == "mxfp4"
+    assert {b["choice"]: b["verdict"] for b in data["backends"]}["marlin"] == "blocked"
+    assert captured.err == (f"guardscan: judged with --quantization mxfp4, the quant_method of "
+                            f"{config}\n")
+
+
+def test_explain_reads_the_model_config_too(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    config = Path(checkpoint(tmp_path, {"architectures": ["X"]})) / "config.json"
+    code = main(["explain", "marlin", "--option", MOE, "--arch", "sm80", "--no-kernels", "-q",
+                 "--model-config", str(config), str(fixture(TREE))])
+    out = capsys.readouterr().out
+    assert code == ExitCode.OK
+    # an unquantized checkpoint names no method: judged without one
+    assert "--moe-runner-backend marlin on sm80: unknown" in out
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no such file"),
+    ('{"quantization_config": ', "is not JSON (line 1)"),
+])
+def test_an_unusable_model_config_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None,
+        message: str) -> None:
+    config = tmp_path / "config.json"
+    if content is not None:
+        config.write_text(content, encoding="utf-8")
+    code = main([str(fixture(TREE)), "--no-kernels", "--arch", "sm80",
+                 "--model-config", str(config)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert err == f"guardscan: error: --model-config {config}: {message}\n"

@@ -60,6 +60,10 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
         "--quantization", metavar="METHOD",
         help="judge choices as they run under this --quantization method of the scanned "
              "SGLang (its gates count, other methods' do not)")
+    parser.add_argument(
+        "--model-config", metavar="FILE",
+        help="a model's config.json (read as JSON): without --quantization, judge under the "
+             "method its quantization_config.quant_method names, as SGLang would")
     parser.add_argument("--no-kernels", action="store_true",
                         help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
     add_flashinfer(parser)
@@ -173,7 +177,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return ScanOptions(
         target=args.target,
         archs=archs,
-        quantization=args.quantization,
+        quantization=_quantization(args),
         options=split_flags(getattr(args, "option_list", None)),
         kernels=not args.no_kernels,
         flashinfer=args.flashinfer,
@@ -183,6 +187,27 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         offline=args.offline,
         progress=progress(args.quiet, sys.stderr),
     )
+
+
+def _quantization(args: argparse.Namespace) -> str | None:
+    """``--quantization``, else the method ``--model-config`` names (said on
+    stderr); a config file that can't be read is a usage error."""
+    given: str | None = args.quantization
+    path = getattr(args, "model_config", None)
+    if given is not None or not path:
+        return given
+    from pathlib import Path
+
+    from guardscan.checkpoint_config import read_config
+
+    if not Path(path).is_file():
+        raise UsageError(f"--model-config {path}: no such file")
+    config = read_config(Path(path))
+    if config.problem is not None:
+        raise UsageError(f"--model-config {path}: {config.problem}")
+    if not args.quiet:
+        print(f"guardscan: {config.note(config.method, None)}", file=sys.stderr)
+    return config.method
 
 
 def analyse_args(args: argparse.Namespace, *, full: bool = False):  # type: ignore[no-untyped-def]
