@@ -9,9 +9,10 @@ arch, the FlashInfer version the release pins acquired beside it) in its own
 process, and prints one line: the version, the exit status, the wall time, the
 FlashInfer version paired with it, the verdict counts and the diagnostics by
 kind. A release that ends in an internal error (exit 3) shows its one-line
-message, and any of the common configurations (``COMMON``: Triton MoE,
-``auto``, Triton attention, no all-to-all, on sm80/sm90/sm100/sm120) the scan
-calls blocked or unsupported. The exit status of this script is 1 when any
+message, and any of the common configurations (``COMMON``: Triton and ``auto``
+MoE, Triton and FlashInfer attention, no all-to-all, ``auto`` FP8 and FP4
+GEMMs, FlashInfer and PyTorch sampling on sm80/sm90/sm100/sm120, FA3 attention
+on sm90) the scan calls blocked or unsupported. The exit status of this script is 1 when any
 release ended in an internal error or called a common configuration unsafe,
 0 otherwise: releases pip cannot download as a wheel for this
 Python (exit 2) are reported, not counted as failures of guardscan.
@@ -37,11 +38,23 @@ from packaging.version import InvalidVersion, Version
 
 ROOT = Path(__file__).resolve().parents[1]
 VERDICTS = ("blocked", "unsupported", "supported", "unknown")
-#: the configurations most deployments run, never to be called unsafe (no
-#: quantization): Triton MoE, ``auto``, Triton attention, no all-to-all
-COMMON = (("--moe-runner-backend", "triton"), ("--moe-runner-backend", "auto"),
-          ("--attention-backend", "triton"), ("--moe-a2a-backend", "none"))
 COMMON_ARCHS = ("sm80", "sm90", "sm100", "sm120")
+#: the configurations most deployments run, never to be called unsafe (no
+#: quantization), each on the architectures it is run on: (option, choice, archs).
+#: A release that does not define the option (the GEMM options before 0.5.9) has
+#: nothing to check there
+COMMON: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("--moe-runner-backend", "triton", COMMON_ARCHS),
+    ("--moe-runner-backend", "auto", COMMON_ARCHS),
+    ("--attention-backend", "triton", COMMON_ARCHS),
+    ("--attention-backend", "flashinfer", COMMON_ARCHS),
+    ("--attention-backend", "fa3", ("sm90",)),  # FlashAttention 3 is Hopper's
+    ("--moe-a2a-backend", "none", COMMON_ARCHS),
+    ("--fp8-gemm-backend", "auto", COMMON_ARCHS),
+    ("--fp4-gemm-backend", "auto", COMMON_ARCHS),
+    ("--sampling-backend", "flashinfer", COMMON_ARCHS),
+    ("--sampling-backend", "pytorch", COMMON_ARCHS),
+)
 UNSAFE = ("blocked", "unsupported")
 
 
@@ -107,10 +120,10 @@ def scan_release(version: Version, cache_dir: Path | None, use_cache: bool) -> O
 
 def unsafe_common(backends: list[dict[str, str]]) -> tuple[str, ...]:
     """The common configurations a scan's JSON calls unsafe, as "option choice on arch: verdict"."""
-    wanted = set(COMMON)
+    wanted = {(option, choice): archs for option, choice, archs in COMMON}
     return tuple(sorted(
         f"{b['option']} {b['choice']} on {b['arch']}: {b['verdict']}" for b in backends
-        if (b["option"], b["choice"]) in wanted and b["arch"] in COMMON_ARCHS
+        if b["arch"] in wanted.get((b["option"], b["choice"]), ())
         and not b.get("quantization") and b["verdict"] in UNSAFE))
 
 
@@ -165,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     unsafe = [o.version for o in outcomes if o.unsafe_common]
     print(f"# exit statuses: {_counts(Counter({str(k): n for k, n in statuses.items()}))}; "
           f"{total / 60:.1f} min in all", flush=True)
-    print(f"# common configurations ({len(COMMON)} x {', '.join(COMMON_ARCHS)}) called unsafe: "
+    print(f"# common configurations ({sum(len(archs) for *_, archs in COMMON)} cells, on "
+          f"{', '.join(COMMON_ARCHS)}) called unsafe: "
           f"{', '.join(unsafe) if unsafe else 'none'}", flush=True)
     if args.markdown is not None:
         args.markdown.write_text(markdown(outcomes), encoding="utf-8")
