@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from weakref import WeakKeyDictionary
 
 from guardscan.evidence import FactKind, Status, args_of
 from guardscan.link import GATE_KINDS, Finding, FindingKind
@@ -47,6 +48,7 @@ from guardscan.predicate import Const, Context, OptionIs, Predicate, QuantIs, Tr
 from guardscan.results import Evidence, Role
 from guardscan.verdict.chain import finding_evidence
 from guardscan.verdict.model import Case, Outcome
+from guardscan.verdict.values import Shared
 
 __all__ = ["checkpoint_decides", "methods_of"]
 
@@ -69,10 +71,18 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
     another method picks the choice here (a positive ``default``) or exempts
     it (``exempting_methods``), is a condition; that pick is then shown, not counted
     as support."""
+    memo = _memo(case)
+    blocking = [memo.methods(f.condition) for f, o in judged
+                if o.blocking and f.kind in GATE_KINDS]
+    if not any(blocking):
+        return list(judged)  # nothing to demote: no other method's word is needed
+    # a gate of only the methods every blocking gate names can't tell any of them apart
+    common = frozenset.intersection(*blocking)
     picks = [(f, o) for f, o in judged if f.kind == FindingKind.DEFAULT and o.positive]
     spares = {id(f): methods for f, o in judged if f.kind in GATE_KINDS and not o.blocking
-              and (methods := exempting_methods(f.condition, case))}
-    picked = frozenset().union(*(methods_of(f.condition) for f, _ in picks), *spares.values())
+              and memo.methods(f.condition) - common
+              and (methods := memo.exempting(f.condition, case))}
+    picked = frozenset().union(*(memo.methods(f.condition) for f, _ in picks), *spares.values())
     if not picked:
         return list(judged)
     out: list[tuple[Finding, Outcome]] = []
@@ -147,6 +157,39 @@ def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
                          installed=ctx.installed)) for m in sorted(methods_of(cond))]
     return frozenset(m for m, at in under if cond.evaluate(at) is Tri.FALSE
                      and unnamed.evaluate(at) is Tri.TRUE)
+
+
+class _Memo:
+    """What a condition comes to here, once per option judged (the conditions
+    are the findings', alive while the option is judged)."""
+
+    def __init__(self) -> None:
+        self._methods: dict[int, frozenset[str]] = {}
+        self._exempting: dict[tuple[int, str, str], frozenset[str]] = {}
+
+    def methods(self, cond: Predicate) -> frozenset[str]:
+        found = self._methods.get(id(cond))
+        if found is None:
+            found = self._methods[id(cond)] = methods_of(cond)
+        return found
+
+    def exempting(self, cond: Predicate, case: Case) -> frozenset[str]:
+        key = (id(cond), case.choice, case.arch.name)
+        found = self._exempting.get(key)
+        if found is None:
+            found = self._exempting[key] = exempting_methods(cond, case)
+        return found
+
+
+#: one memo per option judged (its ``Shared``), gone with it
+_MEMOS: WeakKeyDictionary[Shared, _Memo] = WeakKeyDictionary()
+
+
+def _memo(case: Case) -> _Memo:
+    memo = _MEMOS.get(case.values.shared)
+    if memo is None:
+        memo = _MEMOS[case.values.shared] = _Memo()
+    return memo
 
 
 def _names(methods: frozenset[str]) -> str:
