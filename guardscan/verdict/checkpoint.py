@@ -74,9 +74,10 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
     memo = _memo(case)
     blocking = [memo.methods(f.condition) for f, o in judged
                 if o.blocking and f.kind in GATE_KINDS]
-    if not any(blocking):
-        return list(judged)  # nothing to demote: no other method's word is needed
-    # a gate of only the methods every blocking gate names can't tell any of them apart
+    if not blocking or not all(blocking):
+        # nothing blocks, or a gate of no method does, whatever the checkpoint
+        return list(judged)
+    # a gate of only the methods every blocking gate names can't set any of them aside
     common = frozenset.intersection(*blocking)
     picks = [(f, o) for f, o in judged if f.kind == FindingKind.DEFAULT and o.positive]
     spares = {id(f): methods for f, o in judged if f.kind in GATE_KINDS and not o.blocking
@@ -88,7 +89,7 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
     out: list[tuple[Finding, Outcome]] = []
     demoted: set[str] = set()
     for finding, outcome in judged:
-        gated = methods_of(finding.condition)
+        gated = memo.methods(finding.condition)
         if outcome.blocking and finding.kind in GATE_KINDS and gated and picked - gated:
             others = picked - gated
             demoted |= others
@@ -107,7 +108,7 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
     shown: list[tuple[Finding, Outcome]] = []
     for finding, outcome in out:
         if finding.kind == FindingKind.DEFAULT and outcome.positive \
-                and methods_of(finding.condition) & demoted:
+                and memo.methods(finding.condition) & demoted:
             outcome = replace(outcome, positive=(), caveats=(
                 *outcome.caveats, *_shown(outcome.positive, FactKind.DEFAULT, picked_note)))
         elif spares.get(id(finding), frozenset()) & demoted:
