@@ -28,6 +28,8 @@ __all__ = ["LibraryJudge", "kernel_judge_for"]
 #: (support, evidence chain, whether the library defines the called name, the
 #: public library function below the called one that decides a TRUE, or "")
 KernelAnswer = tuple[Tri, list[Evidence], bool, str]
+#: (file, reason) of each C++ file the library could not read
+Notes = tuple[tuple[str, str], ...]
 
 
 class AnswerStore(Protocol):
@@ -35,10 +37,11 @@ class AnswerStore(Protocol):
     (``guardscan.memo.results.KernelAnswers``): the kernel stage never imports
     the cache, it is handed one."""
 
-    asked: list[tuple[tuple[object, ...], KernelAnswer]]
+    asked: list[tuple[tuple[object, ...], KernelAnswer, Notes]]
 
     def next(self, key: tuple[object, ...]) -> KernelAnswer | None: ...
-    def record(self, key: tuple[object, ...], answer: KernelAnswer) -> None: ...
+    def record(self, key: tuple[object, ...], answer: KernelAnswer, notes: Notes = ()) -> None: ...
+    def notes(self) -> Notes: ...
     def store(self) -> None: ...
 
 
@@ -85,7 +88,7 @@ class LibraryJudge(KernelJudge):
                 # a question the last scan did not ask here: bring the library
                 # to the state a scan without the cache would be in by now
                 self._replayed = True
-                for (target, backend, old_arch), _ in answers.asked:
+                for (target, backend, old_arch), *_ in answers.asked:
                     self._compute(str(target), backend if isinstance(backend, str) else None,
                                   cast(Arch, old_arch))
             try:
@@ -98,7 +101,8 @@ class LibraryJudge(KernelJudge):
                 self._memo[key] = (Tri.UNKNOWN, [])
                 return self._memo[key]
             if answers is not None:
-                answers.record(key, (value, list(chain), resolved, delegate))
+                answers.record(key, (value, list(chain), resolved, delegate),
+                               tuple(self.library.cpp_checks.diagnostics_args()))
         if not resolved:
             self.unresolved.setdefault(call.target, (call.rel, call.line))
         self._memo[key] = (value, list(chain))
@@ -144,10 +148,12 @@ class LibraryJudge(KernelJudge):
     def diagnostics(self) -> list[Diagnostic]:
         library = f"{self.package} {self.index.tree.version or ''}".rstrip()
         cubins = self.cubins.diagnostics if self.cubins is not None else ()
-        if self._library is not None:
-            cubins = (*cubins, *(
-                diagnostic(rel, 0, "cpp-parse-failed", reason=reason)
-                for rel, reason in self._library.cpp_checks.diagnostics_args()))
+        # the library's own account when it was read, else the one the
+        # answers replayed from the cache carry: the same either way
+        unread = self._library.cpp_checks.diagnostics_args() if self._library is not None \
+            else self._answers.notes() if self._answers is not None else ()
+        cubins = (*cubins, *(diagnostic(rel, 0, "cpp-parse-failed", reason=reason)
+                             for rel, reason in unread))
         return [*self.faults, *cubins, *(
             diagnostic(rel, line, "unresolved-kernel", target=target, library=library)
             for target, (rel, line) in sorted(self.unresolved.items()))]

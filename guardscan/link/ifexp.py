@@ -23,8 +23,28 @@ Example::
 from __future__ import annotations
 
 import ast
+import re
 
 __all__ = ["conditional_calls"]
+
+#: a line and its end, as ``ast`` counts lines (``\r\n``, ``\r`` or ``\n``; not a form feed)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """``ast.get_source_segment`` over lines split once per file (it splits
+    the whole source on every call)."""
+    end_line, end_col = node.end_lineno, node.end_col_offset
+    if end_line is None or end_col is None:
+        return ""
+    first, last = node.lineno - 1, end_line - 1
+    if not 0 <= first <= last < len(lines):
+        return ""
+    if first == last:
+        return lines[first].encode()[node.col_offset:end_col].decode("utf-8", "replace")
+    return "".join([lines[first].encode()[node.col_offset:].decode("utf-8", "replace"),
+                    *lines[first + 1:last],
+                    lines[last].encode()[:end_col].decode("utf-8", "replace")])
 
 
 def conditional_calls(data: bytes) -> dict[int, list[tuple[str, str, bool]]]:
@@ -37,10 +57,13 @@ def conditional_calls(data: bytes) -> dict[int, list[tuple[str, str, bool]]]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     found: dict[int, list[tuple[str, str, bool]]] = {}
+    lines: list[str] | None = None
     for node in ast.walk(tree):
         if not isinstance(node, ast.IfExp):
             continue
-        test = (ast.get_source_segment(text, node.test) or "").strip()[:200]
+        if lines is None:
+            lines = _LINE.findall(text)
+        test = _segment(lines, node.test).strip()[:200]
         for branch, in_body in ((node.body, True), (node.orelse, False)):
             for call in ast.walk(branch):
                 if isinstance(call, ast.Call):

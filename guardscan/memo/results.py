@@ -444,7 +444,8 @@ def _load(path: Path, kind: type[_T]) -> _T | None:
 #: public library function below the called one that decides a TRUE, or "")
 Answer = tuple[Tri, list[Evidence], bool, str]
 #: ((call target, backend, arch), answer)
-KernelAnswer = tuple[tuple[object, ...], Answer]
+#: (the question, its answer, the library's unreadable C++ files by then: (file, reason))
+KernelAnswer = tuple[tuple[object, ...], Answer, tuple[tuple[str, str], ...]]
 
 
 class KernelAnswers:
@@ -461,7 +462,8 @@ class KernelAnswers:
     is read and the questions so far are asked again, so every answer is
     exactly what a scan without the cache gives. Each answer records whether
     the library defines the called name, so ``unresolved-kernel`` diagnostics
-    come out the same too.
+    come out the same too, and so does each answer's record of the C++ files
+    the library could not read by then (``cpp-parse-failed``).
     """
 
     def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "") -> None:
@@ -493,8 +495,13 @@ class KernelAnswers:
         self.diverged = True
         return None
 
-    def record(self, key: tuple[object, ...], answer: Answer) -> None:
-        self.asked.append((key, answer))
+    def record(self, key: tuple[object, ...], answer: Answer,
+               notes: tuple[tuple[str, str], ...] = ()) -> None:
+        self.asked.append((key, answer, notes))
+
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """The unreadable C++ files (file, reason) as of the last answer."""
+        return self.asked[-1][2] if self.asked else ()
 
     def store(self) -> None:
         """Keep this scan's sequence, if it is not the one already stored."""

@@ -21,7 +21,11 @@ from guardscan.predicate import (
     Tri,
     atoms,
     mentions_capability,
+    residual,
     substitute,
+)
+from guardscan.predicate import (
+    value as _value,
 )
 from guardscan.results import OptionInfo
 
@@ -35,22 +39,29 @@ def possible(pred: Predicate, ctx: Context) -> bool:
     correlated ``x and not x`` counts as possible): it errs toward showing a
     gate as a caveat, never toward calling a choice blocked.
     """
-    return _may(pred, ctx)[0]
+    return _may(pred, ctx, {})[0]
 
 
-def _may(pred: Predicate, ctx: Context) -> tuple[bool, bool]:
-    """(may be true, may be false)."""
+def _may(pred: Predicate, ctx: Context, memo: dict[int, tuple[bool, bool]]) -> tuple[bool, bool]:
+    """(may be true, may be false); ``memo``: shared parts, by id."""
+    known = memo.get(id(pred))
+    if known is not None:
+        return known
+    out: tuple[bool, bool]
     if isinstance(pred, And):
-        parts = [_may(p, ctx) for p in pred.items]
-        return all(t for t, _ in parts), any(f for _, f in parts)
-    if isinstance(pred, Or):
-        parts = [_may(p, ctx) for p in pred.items]
-        return any(t for t, _ in parts), all(f for _, f in parts)
-    if isinstance(pred, Not):
-        may_true, may_false = _may(pred.item, ctx)
-        return may_false, may_true
-    value = pred.evaluate(ctx)
-    return value is not Tri.FALSE, value is not Tri.TRUE
+        parts = [_may(p, ctx, memo) for p in pred.items]
+        out = all(t for t, _ in parts), any(f for _, f in parts)
+    elif isinstance(pred, Or):
+        parts = [_may(p, ctx, memo) for p in pred.items]
+        out = any(t for t, _ in parts), all(f for _, f in parts)
+    elif isinstance(pred, Not):
+        may_true, may_false = _may(pred.item, ctx, memo)
+        out = may_false, may_true
+    else:
+        tri = pred.evaluate(ctx)
+        out = tri is not Tri.FALSE, tri is not Tri.TRUE
+    memo[id(pred)] = out
+    return out
 
 
 def undecided_atoms(pred: Predicate, ctx: Context) -> list[str]:
@@ -185,7 +196,7 @@ class Values:
         key = (id(pred), arch, self._signature(pred))
         value = self.shared.values.get(key)
         if value is None:
-            value = self.shared.values[key] = pred.evaluate(self.context(arch))
+            value = self.shared.values[key] = _value(pred, self.context(arch))
         return value
 
     def _without_modes(self, cond: Predicate, arch: Arch) -> Tri:
@@ -194,8 +205,8 @@ class Values:
             return self(cond, arch)
         ctx = self.context(arch)
         options = {k: v for k, v in ctx.options.items() if k not in self.shared.modes}
-        return cond.evaluate(Context(arch=arch, options=options,
-                                     quantization=ctx.quantization, installed=ctx.installed))
+        return _value(cond, Context(arch=arch, options=options,
+                                   quantization=ctx.quantization, installed=ctx.installed))
 
     def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
         """What another value of a mode option, or of an environment variable,
@@ -211,6 +222,10 @@ class Values:
             return []
         out: set[str] = set()
         ctx = self.context(arch)
+        modes = self.shared.modes
+        # what the alternatives leave alone, decided once
+        rest = residual(cond, ctx, lambda a: isinstance(a, EnvIs) or
+                        isinstance(a, OptionIs) and a.option in modes)
         for atom in tested:
             if isinstance(atom, EnvIs):
                 tries = [(f"{atom.name}={value}", Context(
@@ -224,7 +239,7 @@ class Values:
                     quantization=ctx.quantization, env=ctx.env, installed=ctx.installed))
                     for value in choices if value != ctx.options.get(atom.option)]
             for label, other_ctx in tries:
-                other = cond.evaluate(other_ctx)
+                other = _value(rest, other_ctx)
                 if now is Tri.TRUE and other is not Tri.TRUE:
                     out.add(f"not blocked with {label}")
                 elif now is Tri.FALSE and other is Tri.TRUE:
@@ -252,11 +267,16 @@ class Values:
             else:
                 methods = []
                 if ctx.quantization is None:
+                    # only the method tests read the method: the rest is decided once
+                    rest = residual(cond, ctx, lambda a: isinstance(a, QuantIs))
+                    raises: dict[str, bool] = {}
                     for atom in [a for a in atoms(cond) if isinstance(a, QuantIs)]:
                         for method in sorted(atom.methods):
-                            if cond.evaluate(Context(arch=arch, options=ctx.options,
-                                                     quantization=method,
-                                                     installed=ctx.installed)) is Tri.TRUE:
+                            if method not in raises:
+                                raises[method] = _value(rest, Context(
+                                    arch=arch, options=ctx.options, quantization=method,
+                                    installed=ctx.installed)) is Tri.TRUE
+                            if raises[method]:
                                 methods.append(f"blocked with --quantization {method}")
                 # another choice's gate (open only through other options), or
                 # undecided on every arch alike: not architecture evidence. A

@@ -74,9 +74,23 @@ def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozen
     call the same kernel: each is that choice's own."""
     others = sorted(every - {choice})
     # a call handed the choice's own string (``backend=``) is the choice's own
-    return frozenset(call_key(c) for c in mine if not c.backends and any(
-        possible(c.condition, Context(options={dest: each}, quantization=quantization))
-        for each in others))
+    return frozenset(call_key(c) for c in mine if not c.backends and _other_runs(
+        c.condition, dest, others, quantization))
+
+
+def _other_runs(cond: Predicate, dest: str, others: list[str], quantization: str | None) -> bool:
+    """Can ``cond`` hold for one of ``others``? Choices its tests of the option
+    cannot tell apart are asked once."""
+    tests = {a.choices for a in atoms(cond) if isinstance(a, OptionIs) and a.option == dest}
+    asked: set[tuple[bool, ...]] = set()
+    for each in others:
+        signature = tuple(each in t for t in tests)
+        if signature in asked:
+            continue
+        asked.add(signature)
+        if possible(cond, Context(options={dest: each}, quantization=quantization)):
+            return True
+    return False
 
 
 def call_key(call: KernelCall) -> tuple[str, str | None, str, int]:
