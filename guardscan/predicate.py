@@ -39,6 +39,7 @@ __all__ = [
     "atoms",
     "conj",
     "disj",
+    "leaves",
     "neg",
     "residual",
     "value",
@@ -490,14 +491,42 @@ def atoms(pred: Predicate) -> list[Predicate]:
     return [pred]
 
 
+def leaves(pred: Predicate) -> list[Predicate]:
+    """The leaves of a predicate in order, each shared part walked once: what
+    ``atoms`` gives without the repeats a shared part brings (the linker's
+    conditions share their parts widely). For any question of which leaves
+    there are, not of how often they occur.
+
+    >>> part = disj(Device("major", "==", 9), Unknown("x"))
+    >>> [a.describe() for a in leaves(conj(part, neg(part)))]
+    ['capability major == 9', '? x']
+    """
+    out: list[Predicate] = []
+    seen: set[int] = set()
+    stack = [pred]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, (And, Or, Not)):
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            if isinstance(p, Not):
+                stack.append(p.item)
+            else:
+                stack.extend(reversed(p.items))
+        else:
+            out.append(p)
+    return out
+
+
 def mentions_device(pred: Predicate) -> bool:
     """True when the predicate depends on the device (capability or platform)."""
-    return any(isinstance(a, (Device, CudaAtLeast, Platform)) for a in atoms(pred))
+    return any(isinstance(a, (Device, CudaAtLeast, Platform)) for a in leaves(pred))
 
 
 def mentions_capability(pred: Predicate) -> bool:
     """True when the predicate depends on the compute capability itself."""
-    return any(isinstance(a, Device) for a in atoms(pred))
+    return any(isinstance(a, Device) for a in leaves(pred))
 
 
 def substitute(pred: Predicate, fn: Callable[[Predicate], Predicate | None]) -> Predicate:

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
@@ -53,6 +53,9 @@ class Index:
         self._data: dict[str, bytes | None] = {}
         #: sha256 of each file's bytes as first read (for the result cache)
         self._digests: dict[str, str] = {}
+        #: ``text_answer``'s answers, by file and reader (the files do not
+        #: change while a scan runs)
+        self._text_answers: dict[tuple[str, str, str], Any] = {}
         #: analysed files whose facts ``drop_facts`` let go of
         self._dropped: set[str] = set()
         self._lines: dict[str, list[str]] = {}
@@ -111,7 +114,12 @@ class Index:
     def text_answer(self, rel: str, reader: Callable[[bytes], _Answer]) -> _Answer:
         """``reader`` of the file's bytes; ``reader`` is a module-level function
         of guardscan, asked again of the new bytes when the file changes."""
-        found = reader(self._read(rel) or b"")
+        key = (rel, reader.__module__, reader.__qualname__)
+        found: _Answer
+        if key in self._text_answers:
+            found = cast(_Answer, self._text_answers[key])
+        else:
+            found = self._text_answers[key] = reader(self._read(rel) or b"")
         self._note(rel, ("reader", reader.__module__, reader.__qualname__, found))
         return found
 

@@ -23,8 +23,8 @@ from guardscan.predicate import (
     OptionIs,
     Predicate,
     Unknown,
-    atoms,
     conj,
+    leaves,
     mentions_device,
     neg,
 )
@@ -41,7 +41,7 @@ Failure = tuple[str, int, str, Predicate, tuple[int, ...]]
 
 
 def option_atoms(pred: Predicate) -> list[OptionIs]:
-    return [a for a in atoms(pred) if isinstance(a, OptionIs)]
+    return [a for a in leaves(pred) if isinstance(a, OptionIs)]
 
 
 class Conditions:
@@ -86,7 +86,7 @@ class Conditions:
 
     def _extension_point(self, facts: FactsView, path: tuple[int, ...], position: int,
                          scope: str, pred: Predicate) -> bool:
-        if not all(isinstance(a, Unknown) for a in atoms(pred)):
+        if not all(isinstance(a, Unknown) for a in leaves(pred)):
             return False
         for later in path[position + 1:]:
             cond = facts.cond(later)

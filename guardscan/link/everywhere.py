@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from guardscan.arch import standard_archs
-from guardscan.predicate import Const, Context, OptionIs, Predicate, QuantIs, Tri, atoms
+from guardscan.predicate import Const, Context, OptionIs, Predicate, QuantIs, Tri, leaves
 
 __all__ = ["raises_for_some_method", "rejects_everywhere"]
 
@@ -60,7 +60,7 @@ def rejects_everywhere(cond: Predicate) -> bool:
     """Whether ``cond``, a failure's condition, tests backend options and
     nothing else but the quantization method (so, where it holds for a choice,
     it holds on every arch)."""
-    found = atoms(cond)
+    found = leaves(cond)
     return any(isinstance(a, OptionIs) for a in found) and all(
         isinstance(a, (OptionIs, QuantIs, Const)) for a in found)
 
@@ -81,7 +81,7 @@ def raises_for_some_method(cond: Predicate, choices: Mapping[str, tuple[str, ...
     >>> raises_for_some_method(conj(fp8, dispatch, Unknown("block size")), gemm)
     False
     """
-    found = atoms(cond)
+    found = leaves(cond)
     dests = {a.option for a in found if isinstance(a, OptionIs)}
     if len(dests) != 1:
         return False

@@ -40,8 +40,8 @@ from guardscan.predicate import (
     Predicate,
     QuantIs,
     Tri,
-    atoms,
     conj,
+    leaves,
     mentions_device,
 )
 from guardscan.syntax import parse_expr
@@ -106,7 +106,7 @@ class Gates:
                 for dest in dests:
                     out.findings.append(Finding(
                         FindingKind.GATE, rel, line, cond, hops, option=dest, text=text))
-            elif any(isinstance(a, QuantIs) for a in atoms(cond)):
+            elif any(isinstance(a, QuantIs) for a in leaves(cond)):
                 out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
                                             text=text))
         self.scan_defaults(facts, out)
@@ -141,7 +141,7 @@ class Gates:
             dest, strings = carried
             cond = self.conditions.path(facts, call.path, call.scope)
             scope_cond = self.quant.condition(facts.rel, call.scope)
-            if any(isinstance(a, QuantIs) for a in atoms(scope_cond)):
+            if any(isinstance(a, QuantIs) for a in leaves(scope_cond)):
                 cond = conj(scope_cond, cond)
             hop = Hop(facts.rel, call.line, HopRole.LINK,
                       f"backend= carries {dest}: " + ", ".join(
@@ -275,7 +275,7 @@ class Gates:
         """Whether ``path`` holds only for some choices of ``dest``: a function
         returned there is the implementation of those choices (code that exists
         for them, like a function registered for a choice)."""
-        return any(isinstance(a, OptionIs) and a.option == dest for a in atoms(path)) \
+        return any(isinstance(a, OptionIs) and a.option == dest for a in leaves(path)) \
             and path.evaluate(Context()) is not Tri.TRUE
 
     def _returned_functions(self, facts: FactsView, returns: Iterable[ReturnFact]

@@ -44,7 +44,16 @@ from weakref import WeakKeyDictionary
 
 from guardscan.evidence import FactKind, Status, args_of
 from guardscan.link import GATE_KINDS, Finding, FindingKind
-from guardscan.predicate import Const, Context, OptionIs, Predicate, QuantIs, Tri, atoms, substitute
+from guardscan.predicate import (
+    Const,
+    Context,
+    OptionIs,
+    Predicate,
+    QuantIs,
+    Tri,
+    leaves,
+    substitute,
+)
 from guardscan.results import Evidence, Role
 from guardscan.verdict.chain import finding_evidence
 from guardscan.verdict.model import Case, Outcome
@@ -61,7 +70,7 @@ def methods_of(cond: Predicate) -> frozenset[str]:
     ...                             QuantIs(frozenset({"mxfp4"}))), QuantIs(frozenset({"fp8"})))))
     ['fp8', 'mxfp4']
     """
-    return frozenset(m for a in atoms(cond) if isinstance(a, QuantIs) for m in a.methods)
+    return frozenset(m for a in leaves(cond) if isinstance(a, QuantIs) for m in a.methods)
 
 
 def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
@@ -148,7 +157,7 @@ def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
     []
     """
     dest, choice = case.option.dest, case.choice
-    named = [a for a in atoms(cond)
+    named = [a for a in leaves(cond)
              if isinstance(a, OptionIs) and a.option == dest and choice in a.choices]
     if not named:
         return frozenset()

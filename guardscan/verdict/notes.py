@@ -13,7 +13,7 @@ from guardscan.predicate import (
     Context,
     QuantIs,
     Tri,
-    atoms,
+    leaves,
 )
 from guardscan.results import ScanNote
 
@@ -28,7 +28,7 @@ def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[Sc
     for finding in links.findings:
         if finding.kind != FindingKind.QUANT_GATE or finding.option is not None:
             continue
-        methods = sorted({m for a in atoms(finding.condition) if isinstance(a, QuantIs)
+        methods = sorted({m for a in leaves(finding.condition) if isinstance(a, QuantIs)
                           for m in a.methods})
         for method in methods:
             blocked = [arch.name for arch in archs if finding.condition.evaluate(

@@ -19,7 +19,7 @@ from guardscan.predicate import (
     Predicate,
     QuantIs,
     Tri,
-    atoms,
+    leaves,
     mentions_capability,
     residual,
     substitute,
@@ -65,7 +65,7 @@ def _may(pred: Predicate, ctx: Context, memo: dict[int, tuple[bool, bool]]) -> t
 
 
 def undecided_atoms(pred: Predicate, ctx: Context) -> list[str]:
-    return sorted({a.describe() for a in atoms(pred) if a.evaluate(ctx) is Tri.UNKNOWN})
+    return sorted({a.describe() for a in leaves(pred) if a.evaluate(ctx) is Tri.UNKNOWN})
 
 
 def holding(pred: Predicate, dest: str, value: str) -> Predicate:
@@ -88,7 +88,7 @@ def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | 
     for finding in findings:
         if finding.kind not in GATE_KINDS:
             continue
-        tests = sorted({a.choices for a in atoms(finding.condition)
+        tests = sorted({a.choices for a in leaves(finding.condition)
                         if isinstance(a, OptionIs) and a.option == option.dest}, key=sorted)
         groups: dict[tuple[bool, ...], list[str]] = {}
         for choice in option.choices:
@@ -104,7 +104,7 @@ def specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
     """Does the condition single out the option's value in ``ctx`` (not merely
     allow it, as a test naming ``every`` choice would)? Code run for every
     choice alike says nothing about one."""
-    for atom in atoms(cond):
+    for atom in leaves(cond):
         if isinstance(atom, OptionIs) and atom.option in ctx.options and \
                 atom.evaluate(ctx) is Tri.TRUE and not every <= atom.choices:
             return True
@@ -147,6 +147,7 @@ class Shared:
         self.unset = unset or {}
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
+        self.mode_answers: dict[tuple[int, Arch, tuple[object, ...], Tri], tuple[str, ...]] = {}
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[object, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[object, ...]], bool] = {}
@@ -158,7 +159,7 @@ class Shared:
         tests = self.tests.get(id(pred))
         if tests is None:
             tests = self.tests[id(pred)] = sorted(
-                {a.choices for a in atoms(pred) if isinstance(a, OptionIs) and a.option == self.dest},
+                {a.choices for a in leaves(pred) if isinstance(a, OptionIs) and a.option == self.dest},
                 key=sorted)
         return tuple(choice in t for t in tests)
 
@@ -216,10 +217,18 @@ class Values:
         tested = self.shared.mode_atoms.get(id(cond))
         if tested is None:
             tested = self.shared.mode_atoms[id(cond)] = tuple(
-                a for a in atoms(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes
+                a for a in leaves(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes
                 or isinstance(a, EnvIs))
         if not tested:
             return []
+        key = (id(cond), arch, self._signature(cond), now)
+        known = self.shared.mode_answers.get(key)
+        if known is None:
+            known = self.shared.mode_answers[key] = self._mode_conditions(cond, tested, arch, now)
+        return list(known)
+
+    def _mode_conditions(self, cond: Predicate, tested: tuple[OptionIs | EnvIs, ...],
+                         arch: Arch, now: Tri) -> tuple[str, ...]:
         out: set[str] = set()
         ctx = self.context(arch)
         modes = self.shared.modes
@@ -244,7 +253,7 @@ class Values:
                     out.add(f"not blocked with {label}")
                 elif now is Tri.FALSE and other is Tri.TRUE:
                     out.add(f"blocked with {label}")
-        return sorted(out)
+        return tuple(sorted(out))
 
     def mentions(self, pred: Predicate) -> bool:
         """``mentions_capability``, once per condition."""
@@ -270,7 +279,7 @@ class Values:
                     # only the method tests read the method: the rest is decided once
                     rest = residual(cond, ctx, lambda a: isinstance(a, QuantIs))
                     raises: dict[str, bool] = {}
-                    for atom in [a for a in atoms(cond) if isinstance(a, QuantIs)]:
+                    for atom in [a for a in leaves(cond) if isinstance(a, QuantIs)]:
                         for method in sorted(atom.methods):
                             if method not in raises:
                                 raises[method] = _value(rest, Context(

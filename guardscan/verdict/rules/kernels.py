@@ -35,7 +35,7 @@ from guardscan.predicate import (
     Predicate,
     QuantIs,
     Tri,
-    atoms,
+    leaves,
     substitute,
 )
 from guardscan.results import Evidence
@@ -81,7 +81,7 @@ def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozen
 def _other_runs(cond: Predicate, dest: str, others: list[str], quantization: str | None) -> bool:
     """Can ``cond`` hold for one of ``others``? Choices its tests of the option
     cannot tell apart are asked once."""
-    tests = {a.choices for a in atoms(cond) if isinstance(a, OptionIs) and a.option == dest}
+    tests = {a.choices for a in leaves(cond) if isinstance(a, OptionIs) and a.option == dest}
     asked: set[tuple[bool, ...]] = set()
     for each in others:
         signature = tuple(each in t for t in tests)
@@ -194,4 +194,4 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
 def _chosen_elsewhere(cond: Predicate, ctx: Context) -> bool:
     """Does reaching the call depend on an option ``ctx`` leaves open
     (``--nsa-decode-backend trtllm``)?"""
-    return any(isinstance(a, OptionIs) and a.evaluate(ctx) is Tri.UNKNOWN for a in atoms(cond))
+    return any(isinstance(a, OptionIs) and a.evaluate(ctx) is Tri.UNKNOWN for a in leaves(cond))
