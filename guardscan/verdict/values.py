@@ -148,6 +148,9 @@ class Shared:
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
         self.mode_answers: dict[tuple[int, Arch, tuple[object, ...], Tri], tuple[str, ...]] = {}
+        #: whether a kernel call's condition can hold for another choice
+        #: (``rules.kernels.kernel_helpers``), by the condition and its tests' answers
+        self.helpers: dict[tuple[int, tuple[bool, ...]], bool] = {}
         self.tests: dict[int, list[frozenset[str]]] = {}
         self.values: dict[tuple[int, Arch, tuple[object, ...]], Tri] = {}
         self.specific: dict[tuple[int, tuple[object, ...]], bool] = {}

@@ -63,7 +63,8 @@ def for_choice(call: KernelCall, choice: str) -> KernelCall:
 
 
 def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozenset[str],
-                    quantization: str | None) -> frozenset[tuple[str, str | None, str, int]]:
+                    quantization: str | None, memo: dict[tuple[int, tuple[bool, ...]], bool] | None = None,
+                    ) -> frozenset[tuple[str, str | None, str, int]]:
     """The choice's kernel calls (``mine``, by ``call_key``) made by code that
     other choices of the option run too (the call's condition can hold for
     another choice: ``if backend in ("flashinfer_trtllm", "marlin"):
@@ -75,20 +76,25 @@ def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozen
     others = sorted(every - {choice})
     # a call handed the choice's own string (``backend=``) is the choice's own
     return frozenset(call_key(c) for c in mine if not c.backends and _other_runs(
-        c.condition, dest, others, quantization))
+        c.condition, dest, others, quantization, {} if memo is None else memo))
 
 
-def _other_runs(cond: Predicate, dest: str, others: list[str], quantization: str | None) -> bool:
+def _other_runs(cond: Predicate, dest: str, others: list[str], quantization: str | None,
+                memo: dict[tuple[int, tuple[bool, ...]], bool]) -> bool:
     """Can ``cond`` hold for one of ``others``? Choices its tests of the option
-    cannot tell apart are asked once."""
-    tests = {a.choices for a in leaves(cond) if isinstance(a, OptionIs) and a.option == dest}
-    asked: set[tuple[bool, ...]] = set()
+    cannot tell apart are asked once (``memo``: by the condition and what its
+    tests say of the choice, for every choice of the option judged under
+    ``quantization``)."""
+    tests = sorted({a.choices for a in leaves(cond) if isinstance(a, OptionIs)
+                    and a.option == dest}, key=sorted)
     for each in others:
         signature = tuple(each in t for t in tests)
-        if signature in asked:
-            continue
-        asked.add(signature)
-        if possible(cond, Context(options={dest: each}, quantization=quantization)):
+        key = (id(cond), signature)
+        runs = memo.get(key)
+        if runs is None:
+            runs = memo[key] = possible(cond, Context(options={dest: each},
+                                                      quantization=quantization))
+        if runs:
             return True
     return False
 
