@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixturetree import fixture, run_scan
 
 from guardscan.evidence import FactKind, Status, args_of
 from guardscan.report import formats, render
+from guardscan.report.explain import explain
 from guardscan.report.sarif import deciding_evidence, sarif_log
 from guardscan.results import (
     BackendVerdict,
@@ -340,3 +342,17 @@ def test_docs_json_lists_every_emitted_key() -> None:
     assert emitted - documented == set()
     assert {r.value for r in Role} <= documented
     assert {v.value for v in Verdict} <= documented
+
+
+def test_explain_says_what_an_undecided_chain_waits_on() -> None:
+    """An ``unknown`` chain with caveats (a gate that may raise under a model
+    property) ends saying the caveats decide it at launch; one with nothing on
+    its path says there is no evidence."""
+    out = io.StringIO()
+    explain(run_scan(fixture("guards_partial"), ["sm90"]), "w", "--moe-runner-backend", out)
+    assert out.getvalue().rstrip().endswith(
+        "nothing decides this arch; the caveats above depend on the launch: unknown")
+    out = io.StringIO()
+    explain(run_scan(fixture("guards_partial"), ["sm90"]), "triton", "--moe-runner-backend", out)
+    assert out.getvalue().rstrip().endswith(
+        "no architecture evidence on this choice's path: unknown")

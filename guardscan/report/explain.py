@@ -19,6 +19,7 @@ import json
 import textwrap
 from typing import IO
 
+from guardscan.evidence import Status
 from guardscan.report.answer import arch_sort_key, caveats, deciding_evidence, describe_fact
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 
@@ -122,9 +123,17 @@ def _text(matches: list[BackendVerdict], stream: IO[str]) -> None:
                 kind, strength = describe_fact(ev, verdict.verdict)
                 stream.write(_wrapped(f"=> deciding fact: {kind}; {strength}", "      "))
         if deciding is None:
-            stream.write("      no architecture evidence on this choice's path: unknown\n")
+            stream.write("      " + _undecided(verdict) + "\n")
         for condition in verdict.conditions:
             stream.write(f"  note: {condition}\n")
+
+
+def _undecided(verdict: BackendVerdict) -> str:
+    """The last line of a chain that nothing decides: with caveats, they are
+    what it waits on (a gate that may raise, a kernel the facts leave open)."""
+    if any(ev.status == Status.CAVEAT.value for ev in verdict.evidence):
+        return "nothing decides this arch; the caveats above depend on the launch: unknown"
+    return "no architecture evidence on this choice's path: unknown"
 
 
 def _wrapped(text: str, indent: str) -> str:
