@@ -124,8 +124,7 @@ class NameLookup:
                     pure, reads = stack.leave(akey, state)
                 if pure:
                     # the definition lines it went through, each once
-                    self.local_memo[lkey] = (local, tuple(dict.fromkeys(stack.trail_since(state))),
-                                             reads)
+                    self.local_memo[lkey] = (local, stack.trail_since(state), reads)
             if local is not None:
                 return local
         key = (rel, name)

@@ -72,4 +72,8 @@ class EvaluationStack:
         self.recorder.add(reads)
 
     def trail_since(self, state: Frame) -> tuple[tuple[str, int], ...]:
-        return tuple(self.trail[state[2]:])
+        """The definition lines gone through since ``state``, each once, in
+        the order first met: what a memo keeps (its answer's trail, replayed
+        on every hit; repeats would only lengthen every trail it joins, and
+        the vocabulary keeps each line once, first met first)."""
+        return tuple(dict.fromkeys(self.trail[state[2]:]))

@@ -33,6 +33,8 @@ PARALLEL_MIN_FILES = 64
 
 #: Larger files are skipped (generated tables, vendored data), with a diagnostic.
 MAX_FILE_BYTES = 8 * 1024 * 1024
+#: files whose split lines ``line_text`` keeps once the text is released
+LINES_KEPT = 64
 
 
 class Index:
@@ -58,6 +60,8 @@ class Index:
         self._text_answers: dict[tuple[str, str, str], Any] = {}
         #: analysed files whose facts ``drop_facts`` let go of
         self._dropped: set[str] = set()
+        #: the split lines of the files whose lines were shown last (at most
+        #: ``LINES_KEPT`` files once the text is released)
         self._lines: dict[str, list[str]] = {}
         #: pre-filter queries (pattern, the files asked: None for all) and their
         #: answers (for the result cache)
@@ -317,11 +321,14 @@ class Index:
 
     def line_text(self, rel: str, line: int) -> str:
         """The stripped text of one line (for evidence)."""
-        lines = self._lines.get(rel)
+        lines = self._lines.pop(rel, None)
         if lines is None:
             data = self._read(rel)
             lines = source_lines(data) if data is not None else []
-            self._lines[rel] = lines
+            if not self.keep_text and len(self._lines) >= LINES_KEPT:
+                # the evidence of a unit sits in a few files: keep the latest
+                del self._lines[next(iter(self._lines))]
+        self._lines[rel] = lines  # the latest last
         text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
         self.lines_read.setdefault(rel, {})[line] = text
         frame = self.recorder.frame
