@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
-from guardscan.checkpoint_config import model_path, read_checkpoint
+from guardscan.checkpoint_config import MODEL_FLAGS, model_path, read_checkpoint
 from guardscan.memo.process import scan_once, tree_defines
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, OptionInfo, ScanResult, Verdict
@@ -595,6 +595,7 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
         result, launch,
         defined=(lambda flag: tree_defines(root, package, flag)) if root is not None else None,
         quantization_choices=choices)
-    if checkpoint is not None:
-        answer = replace(answer, checkpoint=checkpoint.note(result.quantization, choices))
+    if checkpoint is not None:  # its config.json was read: the model flag is not ignored
+        answer = replace(answer, checkpoint=checkpoint.note(result.quantization, choices),
+                         ignored=tuple(f for f in answer.ignored if f not in MODEL_FLAGS))
     return launch_field(answer, mode, reports, target, root)

@@ -74,6 +74,13 @@ def test_preflight_judges_under_the_checkpoints_method(tmp_path: Path, method: s
     assert answer.checkpoint == (f"judged with --quantization {method}, the quant_method of "
                                  f"{model}/config.json")
     assert (answer.given()[0].verdict.value, answer.ok) == (verdict, ok)
+    assert "--model-path" not in answer.ignored  # its config.json was read
+
+
+def test_a_hub_model_is_ignored(tmp_path: Path) -> None:
+    answer = preflight(["--model-path", "org/model", "--tp", "8", MOE, "marlin"], "sm80",
+                       str(fixture(TREE)), kernels=False)
+    assert answer.ignored == ("--model-path", "--tp")
 
 
 def test_without_a_method_the_checkpoint_decides_nothing(tmp_path: Path) -> None:

@@ -45,7 +45,8 @@ examples:
 Only the backend options (--*-backend) and --quantization are judged, by the
 scanned version's own catalog; other flags (--tp 8, --model-path m) are listed
 as ignored. Without --quantization, a local --model-path's config.json names
-the method judged under (quantization_config.quant_method, read as JSON). A choice the option does not offer, or a misspelt backend flag, is a
+the method judged under (quantization_config.quant_method, read as JSON; the
+flag is then not listed as ignored). A choice the option does not offer, or a misspelt backend flag, is a
 problem with the closest matches. Options the command does not set keep their
 defaults; a default that resolves to a choice to avoid gets a line (a warning:
 it does not change the exit code). --verbose also lists the defaults whose auto
