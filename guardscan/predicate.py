@@ -550,38 +550,39 @@ def value(pred: Predicate, ctx: Context) -> Tri:
     >>> value(conj(shared, neg(shared)), Context(arch=None))
     <Tri.UNKNOWN: 'unknown'>
     """
-    memo: dict[int, Tri] = {}
+    # module-level walkers with the memo passed along: a recursive closure is
+    # a reference cycle, which the scan (its collector paused) would never free
+    return _value(pred, ctx, {})
 
-    def walk(p: Predicate) -> Tri:
-        known = memo.get(id(p))
-        if known is not None:
-            return known
-        if isinstance(p, And):
-            out = Tri.TRUE
-            for item in p.items:
-                v = walk(item)
-                if v is Tri.FALSE:
-                    out = v
-                    break
-                if v is Tri.UNKNOWN:
-                    out = v
-        elif isinstance(p, Or):
-            out = Tri.FALSE
-            for item in p.items:
-                v = walk(item)
-                if v is Tri.TRUE:
-                    out = v
-                    break
-                if v is Tri.UNKNOWN:
-                    out = v
-        elif isinstance(p, Not):
-            out = ~walk(p.item)
-        else:
-            out = p.evaluate(ctx)
-        memo[id(p)] = out
-        return out
 
-    return walk(pred)
+def _value(p: Predicate, ctx: Context, memo: dict[int, Tri]) -> Tri:
+    known = memo.get(id(p))
+    if known is not None:
+        return known
+    if isinstance(p, And):
+        out = Tri.TRUE
+        for item in p.items:
+            v = _value(item, ctx, memo)
+            if v is Tri.FALSE:
+                out = v
+                break
+            if v is Tri.UNKNOWN:
+                out = v
+    elif isinstance(p, Or):
+        out = Tri.FALSE
+        for item in p.items:
+            v = _value(item, ctx, memo)
+            if v is Tri.TRUE:
+                out = v
+                break
+            if v is Tri.UNKNOWN:
+                out = v
+    elif isinstance(p, Not):
+        out = ~_value(p.item, ctx, memo)
+    else:
+        out = p.evaluate(ctx)
+    memo[id(p)] = out
+    return out
 
 
 def residual(pred: Predicate, ctx: Context, keep: Callable[[Predicate], bool]) -> Predicate:
@@ -597,28 +598,28 @@ def residual(pred: Predicate, ctx: Context, keep: Callable[[Predicate], bool]) -
     >>> residual(cond, Context(arch=parse_arch("sm120")), lambda a: isinstance(a, QuantIs)) == fp4
     True
     """
-    memo: dict[int, Predicate] = {}
+    return _residual(pred, ctx, keep, {})
 
-    def walk(p: Predicate) -> Predicate:
-        known = memo.get(id(p))
-        if known is not None:
-            return known
-        out: Predicate
-        if isinstance(p, And):
-            out = conj(*(walk(i) for i in p.items))
-        elif isinstance(p, Or):
-            out = disj(*(walk(i) for i in p.items))
-        elif isinstance(p, Not):
-            out = neg(walk(p.item))
-        elif keep(p):
-            out = p
-        else:
-            v = p.evaluate(ctx)
-            out = p if v is Tri.UNKNOWN else TRUE if v is Tri.TRUE else FALSE
-        memo[id(p)] = out
-        return out
 
-    return walk(pred)
+def _residual(p: Predicate, ctx: Context, keep: Callable[[Predicate], bool],
+              memo: dict[int, Predicate]) -> Predicate:
+    known = memo.get(id(p))
+    if known is not None:
+        return known
+    out: Predicate
+    if isinstance(p, And):
+        out = conj(*(_residual(i, ctx, keep, memo) for i in p.items))
+    elif isinstance(p, Or):
+        out = disj(*(_residual(i, ctx, keep, memo) for i in p.items))
+    elif isinstance(p, Not):
+        out = neg(_residual(p.item, ctx, keep, memo))
+    elif keep(p):
+        out = p
+    else:
+        v = p.evaluate(ctx)
+        out = p if v is Tri.UNKNOWN else TRUE if v is Tri.TRUE else FALSE
+    memo[id(p)] = out
+    return out
 
 
 def to_json(pred: Predicate) -> object:

@@ -220,18 +220,20 @@ class MethodPaths:
         """``cls`` and its in-tree bases, nearest first (depth first, each once,
         a shared base after every class that derives from it)."""
         order: list[Key] = []
-
-        def visit(key: Key, depth: int) -> None:
-            info = self.info(key)
-            if info is None or depth > 20:
-                return
-            if key in order:
-                order.remove(key)
-            order.append(key)
-            for base in info.bases:
-                visit(base, depth + 1)
-        visit(cls, 0)
+        self._visit_bases(cls, 0, order)
         return order
+
+    def _visit_bases(self, key: Key, depth: int, order: list[Key]) -> None:
+        # a method, not a recursive closure: that would be a reference cycle,
+        # never freed while the scan pauses the collector
+        info = self.info(key)
+        if info is None or depth > 20:
+            return
+        if key in order:
+            order.remove(key)
+        order.append(key)
+        for base in info.bases:
+            self._visit_bases(base, depth + 1, order)
 
     def lookup(self, cls: Key, name: str, after: Key | None = None) -> Key | None:
         """The function ``name`` resolves to on an instance of ``cls`` (past
