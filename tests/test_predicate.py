@@ -30,8 +30,11 @@ from guardscan.predicate import (
     atoms,
     conj,
     disj,
+    leaves,
     neg,
+    residual,
     substitute,
+    value,
 )
 
 T, F, U = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN
@@ -497,3 +500,48 @@ def test_a_paired_package_is_installed_and_no_other_is_known() -> None:
     assert Installed("flashinfer").evaluate(Context()) is Tri.UNKNOWN
     assert neg(Installed("deep_gemm")).evaluate(
         Context(installed=frozenset({"flashinfer"}))) is Tri.UNKNOWN
+
+
+# --------------------------------------------------------------------------
+# the walkers over shared parts (``value``, ``residual``, ``leaves``): the
+# linker's conditions share sub-predicates, so each is checked on a predicate
+# whose parts appear more than once, against the tree walk and the reference
+
+def shared_use(pred: Predicate, other: Predicate) -> Predicate:
+    """``pred`` used three times, one object, beside ``other``."""
+    return Or((And((pred, other)), Not(pred), And((other, pred))))
+
+
+@settings(max_examples=100, deadline=None)
+@given(predicates, predicates, contexts)
+def test_value_walks_shared_parts_as_the_tree_does(pred: Predicate, other: Predicate,
+                                                  ctx: Context) -> None:
+    dag = shared_use(pred, other)
+    assert tri(value(dag, ctx)) == reference(dag, ctx) == tri(dag.evaluate(ctx))
+
+
+@settings(max_examples=100, deadline=None)
+@given(predicates, predicates, contexts, st.sampled_from([None, "", "fp8", "awq"]),
+       st.sampled_from(["x", "y", "z"]))
+def test_a_residual_answers_each_alternative_as_the_whole_does(
+        pred: Predicate, other: Predicate, ctx: Context, method: str | None,
+        choice: str) -> None:
+    """Folded for everything but the method tests (or the ``moe`` option's), the
+    residual gives, under any other method (any other ``moe`` value), what the
+    whole predicate gives."""
+    dag = shared_use(pred, other)
+    methods = residual(dag, ctx, lambda a: isinstance(a, QuantIs))
+    other_method = Context(arch=ctx.arch, options=ctx.options, quantization=method)
+    assert tri(value(methods, other_method)) == reference(dag, other_method)
+    options = residual(dag, ctx, lambda a: isinstance(a, OptionIs) and a.option == "moe")
+    other_choice = Context(arch=ctx.arch, options={**ctx.options, "moe": choice},
+                           quantization=ctx.quantization)
+    assert tri(value(options, other_choice)) == reference(dag, other_choice)
+
+
+@settings(max_examples=100, deadline=None)
+@given(predicates, predicates)
+def test_leaves_are_the_atoms_first_met_first(pred: Predicate, other: Predicate) -> None:
+    dag = shared_use(pred, other)
+    assert list(dict.fromkeys(leaves(dag))) == list(dict.fromkeys(atoms(dag)))
+    assert len(leaves(dag)) <= len(atoms(dag))
