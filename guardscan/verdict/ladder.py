@@ -143,7 +143,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     calls = [for_choice(c, choice) for c in calls
              if c.backends and choice in dict(c.backends) or not c.backends and values.specific(
                  c.condition, every)]
-    helpers = kernel_helpers(calls, option.dest, choice, every, quantization, shared.helpers)
+    helpers = kernel_helpers(calls, option.dest, choice, every, quantization, shared)
     for arch in archs:
         case = Case(index, option, choice, arch, values.context(arch), all_archs, every, values,
                     quantization, about)

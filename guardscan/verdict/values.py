@@ -76,7 +76,7 @@ def holding(pred: Predicate, dest: str, value: str) -> Predicate:
 
 def about_choice(cond: Predicate, choice_ctx: Context) -> bool:
     """Can the gate's condition hold for this choice (on some arch)?"""
-    return cond.evaluate(choice_ctx) is not Tri.FALSE and possible(cond, choice_ctx)
+    return _value(cond, choice_ctx) is not Tri.FALSE and possible(cond, choice_ctx)
 
 
 def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,

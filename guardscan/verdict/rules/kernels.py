@@ -41,7 +41,7 @@ from guardscan.predicate import (
 from guardscan.results import Evidence
 from guardscan.verdict.chain import hops_evidence, noted
 from guardscan.verdict.model import KernelJudge, Outcome
-from guardscan.verdict.values import Values, possible, specific
+from guardscan.verdict.values import Shared, Values, possible, specific
 
 __all__ = ['call_key', 'carried_scope', 'for_choice', 'judge_kernels', 'kernel_helpers']
 
@@ -63,7 +63,7 @@ def for_choice(call: KernelCall, choice: str) -> KernelCall:
 
 
 def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozenset[str],
-                    quantization: str | None, memo: dict[tuple[int, tuple[bool, ...]], bool] | None = None,
+                    quantization: str | None, shared: Shared | None = None,
                     ) -> frozenset[tuple[str, str | None, str, int]]:
     """The choice's kernel calls (``mine``, by ``call_key``) made by code that
     other choices of the option run too (the call's condition can hold for
@@ -72,28 +72,26 @@ def kernel_helpers(mine: list[KernelCall], dest: str, choice: str, every: frozen
     quantize step) says nothing about one, as ``specific`` says of shared
     conditions; a TRUE from such a call is not support for the choice
     (``judge_kernels``). Two call sites each specific to its own choice may
-    call the same kernel: each is that choice's own."""
+    call the same kernel: each is that choice's own. ``shared``: the option's
+    memos (``values.Shared``), kept across its choices."""
+    if shared is None or shared.dest != dest:
+        shared = Shared(dest)
     others = sorted(every - {choice})
     # a call handed the choice's own string (``backend=``) is the choice's own
     return frozenset(call_key(c) for c in mine if not c.backends and _other_runs(
-        c.condition, dest, others, quantization, {} if memo is None else memo))
+        c.condition, others, quantization, shared))
 
 
-def _other_runs(cond: Predicate, dest: str, others: list[str], quantization: str | None,
-                memo: dict[tuple[int, tuple[bool, ...]], bool]) -> bool:
+def _other_runs(cond: Predicate, others: list[str], quantization: str | None,
+                shared: Shared) -> bool:
     """Can ``cond`` hold for one of ``others``? Choices its tests of the option
-    cannot tell apart are asked once (``memo``: by the condition and what its
-    tests say of the choice, for every choice of the option judged under
-    ``quantization``)."""
-    tests = sorted({a.choices for a in leaves(cond) if isinstance(a, OptionIs)
-                    and a.option == dest}, key=sorted)
+    cannot tell apart are asked once per option judged under ``quantization``."""
     for each in others:
-        signature = tuple(each in t for t in tests)
-        key = (id(cond), signature)
-        runs = memo.get(key)
+        key = (id(cond), shared.signature(cond, each))
+        runs = shared.helpers.get(key)
         if runs is None:
-            runs = memo[key] = possible(cond, Context(options={dest: each},
-                                                      quantization=quantization))
+            runs = shared.helpers[key] = possible(cond, Context(
+                options={shared.dest: each}, quantization=quantization))
         if runs:
             return True
     return False
