@@ -38,13 +38,13 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError
 from guardscan.checkpoint_config import MODEL_FLAGS, model_path, read_checkpoint
+from guardscan.launch_command import Launch, LaunchFlag, parse_launch
 from guardscan.memo.process import scan_once, tree_defines
 from guardscan.report.answer import caveats, deciding_evidence, describe_fact, short_reason
 from guardscan.results import BackendVerdict, OptionInfo, ScanResult, Verdict
@@ -227,88 +227,6 @@ class Preflight:
                 "checks": [c.to_json() for c in self.checks],
                 "ignored": list(self.ignored), "notes": list(self.notes),
                 "field": [p.to_json() for p in self.field], "checkpoint": self.checkpoint}
-
-
-# -- the launch command --------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class LaunchFlag:
-    """``--flag value`` or ``--flag=value`` (``inline``), or a flag alone
-    (``value`` None); ``position`` is its index in the command."""
-
-    flag: str
-    value: str | None
-    position: int
-    inline: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """A launch command split into its program part and its flags."""
-
-    program: tuple[str, ...]
-    flags: tuple[LaunchFlag, ...]
-
-    def last(self, flag: str) -> LaunchFlag | None:
-        """The flag's last occurrence (argparse keeps the last)."""
-        found = [f for f in self.flags if f.flag == flag]
-        return found[-1] if found else None
-
-
-_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_NEGATIVE_NUMBER = re.compile(r"^-\d")
-
-
-def _launch_marker(tokens: Sequence[str]) -> int | None:
-    """The index of the token after which the server's own flags begin: the
-    last ``sglang.launch_server`` / ``launch_server.py`` / ``sglang serve``."""
-    found = None
-    for i, token in enumerate(tokens):
-        base = token.rsplit("/", 1)[-1]
-        module = base in ("sglang.launch_server", "launch_server", "launch_server.py")
-        if module or (token == "serve" and i > 0 and tokens[i - 1].rsplit("/", 1)[-1] == "sglang"):
-            found = i
-    return found
-
-
-def parse_launch(argv: Sequence[str]) -> Launch:
-    """Split a launch command as people write it.
-
-    The program part is skipped: environment assignments (``CUDA_VISIBLE_DEVICES=0``),
-    ``python -m sglang.launch_server``, ``python3 -m sglang.launch_server``,
-    ``sglang serve``, a path to ``launch_server.py``, and anything before the
-    first ``--flag`` (a wrapper such as ``env`` or ``uv run``). One argument
-    holding the whole command (``"python -m sglang.launch_server --tp 8"``) is
-    split as a shell would. Flags are ``--flag value``, ``--flag=value``, or a
-    flag alone (a boolean); a token not starting with ``-`` (or a negative
-    number) after a flag is taken as its value.
-    """
-    tokens = list(argv)
-    if len(tokens) == 1 and any(ch.isspace() for ch in tokens[0]):
-        tokens = shlex.split(tokens[0])
-    marker = _launch_marker(tokens)
-    start = marker + 1 if marker is not None else next(
-        (i for i, t in enumerate(tokens) if t.startswith("--")), len(tokens))
-    program = tuple(tokens[:start])
-    flags: list[LaunchFlag] = []
-    i = start
-    while i < len(tokens):
-        token = tokens[i]
-        if not token.startswith("--") or token == "--":
-            i += 1  # a stray value or short option: SGLang's server takes none we judge
-            continue
-        if "=" in token:
-            flag, value = token.split("=", 1)
-            flags.append(LaunchFlag(flag, value, i, inline=True))
-            i += 1
-            continue
-        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-        if nxt is not None and (not nxt.startswith("-") or _NEGATIVE_NUMBER.match(nxt)):
-            flags.append(LaunchFlag(token, nxt, i))
-            i += 2
-        else:
-            flags.append(LaunchFlag(token, None, i))
-            i += 1
-    return Launch(program, tuple(flags))
 
 
 # -- judging -------------------------------------------------------------------------------

@@ -41,8 +41,6 @@ __all__ = [
     "disj",
     "leaves",
     "neg",
-    "residual",
-    "value",
 ]
 
 
@@ -539,87 +537,6 @@ def substitute(pred: Predicate, fn: Callable[[Predicate], Predicate | None]) -> 
         return neg(substitute(pred.item, fn))
     replaced = fn(pred)
     return pred if replaced is None else replaced
-
-
-def value(pred: Predicate, ctx: Context) -> Tri:
-    """``pred.evaluate(ctx)``, each shared sub-predicate once: the conditions
-    the linker builds share their parts (a path's condition is in every gate
-    on it), and a tree walk visits them once per use.
-
-    >>> shared = disj(Device("major", "==", 9), Device("major", "==", 10))
-    >>> value(conj(shared, neg(shared)), Context(arch=None))
-    <Tri.UNKNOWN: 'unknown'>
-    """
-    # module-level walkers with the memo passed along: a recursive closure is
-    # a reference cycle, which the scan (its collector paused) would never free
-    return _value(pred, ctx, {})
-
-
-def _value(p: Predicate, ctx: Context, memo: dict[int, Tri]) -> Tri:
-    known = memo.get(id(p))
-    if known is not None:
-        return known
-    if isinstance(p, And):
-        out = Tri.TRUE
-        for item in p.items:
-            v = _value(item, ctx, memo)
-            if v is Tri.FALSE:
-                out = v
-                break
-            if v is Tri.UNKNOWN:
-                out = v
-    elif isinstance(p, Or):
-        out = Tri.FALSE
-        for item in p.items:
-            v = _value(item, ctx, memo)
-            if v is Tri.TRUE:
-                out = v
-                break
-            if v is Tri.UNKNOWN:
-                out = v
-    elif isinstance(p, Not):
-        out = ~_value(p.item, ctx, memo)
-    else:
-        out = p.evaluate(ctx)
-    memo[id(p)] = out
-    return out
-
-
-def residual(pred: Predicate, ctx: Context, keep: Callable[[Predicate], bool]) -> Predicate:
-    """``pred`` with every leaf that ``keep`` leaves out replaced by its value
-    on ``ctx`` where that is decided, and folded. On any context that differs
-    from ``ctx`` only in what the kept leaves read, the result evaluates as
-    ``pred`` does (three-valued folding is exact), and it is mostly far
-    smaller: ask it once per alternative instead of ``pred``.
-
-    >>> from guardscan.arch import parse_arch
-    >>> fp4 = QuantIs(frozenset({"modelopt_fp4"}))
-    >>> cond = conj(neg(Device("major", "==", 10)), fp4)
-    >>> residual(cond, Context(arch=parse_arch("sm120")), lambda a: isinstance(a, QuantIs)) == fp4
-    True
-    """
-    return _residual(pred, ctx, keep, {})
-
-
-def _residual(p: Predicate, ctx: Context, keep: Callable[[Predicate], bool],
-              memo: dict[int, Predicate]) -> Predicate:
-    known = memo.get(id(p))
-    if known is not None:
-        return known
-    out: Predicate
-    if isinstance(p, And):
-        out = conj(*(_residual(i, ctx, keep, memo) for i in p.items))
-    elif isinstance(p, Or):
-        out = disj(*(_residual(i, ctx, keep, memo) for i in p.items))
-    elif isinstance(p, Not):
-        out = neg(_residual(p.item, ctx, keep, memo))
-    elif keep(p):
-        out = p
-    else:
-        v = p.evaluate(ctx)
-        out = p if v is Tri.UNKNOWN else TRUE if v is Tri.TRUE else FALSE
-    memo[id(p)] = out
-    return out
 
 
 def to_json(pred: Predicate) -> object:

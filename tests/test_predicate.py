@@ -32,10 +32,9 @@ from guardscan.predicate import (
     disj,
     leaves,
     neg,
-    residual,
     substitute,
-    value,
 )
+from guardscan.predicate_dag import residual, value
 
 T, F, U = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN
 ARCHS = standard_archs()

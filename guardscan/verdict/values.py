@@ -21,12 +21,10 @@ from guardscan.predicate import (
     Tri,
     leaves,
     mentions_capability,
-    residual,
     substitute,
 )
-from guardscan.predicate import (
-    value as _value,
-)
+from guardscan.predicate_dag import residual
+from guardscan.predicate_dag import value as _value
 from guardscan.results import OptionInfo
 
 __all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'holding', 'possible', 'raises_for', 'specific', 'undecided_atoms']
