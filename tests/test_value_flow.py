@@ -11,7 +11,9 @@ module-level table keyed by choices. The value model itself (``ChoiceV``,
 
 from __future__ import annotations
 
+import shutil
 from functools import cache
+from pathlib import Path
 
 import pytest
 from fixturetree import describe_chain, fixture, line_of, run_scan, verdict_of, verdicts
@@ -281,3 +283,33 @@ def test_method_config_values_through_the_vocabulary() -> None:
         assert pred.evaluate(Context(quantization=next(iter(method)))) is expected, method
     # without --quantization the checkpoint decides
     assert pred.evaluate(Context()) is Tri.UNKNOWN
+
+
+def test_a_parameter_is_what_its_call_sites_bind() -> None:
+    name = "flow_call_site_param"
+    result = scan(name, "--fp8-gemm-backend")
+    utils = "sglang/srt/layers/quantization/fp8_utils.py"
+    # `layout == "sparse"` in block_gemm holds only where a caller passes
+    # "sparse": the call under `self.layout == "sparse"`, set for z alone
+    assert row(result, "--fp8-gemm-backend", "z") == "BSB"
+    assert deciding(result, "--fp8-gemm-backend", "z", "sm120") == (
+        *at(name, utils, 'raise RuntimeError("the sparse layout'), "gate")
+    chain = [(e.path, e.line) for e in verdict_of(result, "z", "sm120",
+                                                  "--fp8-gemm-backend").evidence]
+    site = at(name, "sglang/srt/layers/quantization/fp8.py", "return block_gemm(x, self.layout)")
+    assert site in chain, chain
+    # scaled_mm is also used as a value (HANDLERS): its callers may not be
+    # all seen, so its layout stays unknown and the gate decides nothing
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "UUU"
+    assert row(result, "--fp8-gemm-backend", "auto") == "UUU"
+
+
+def test_once_every_use_is_a_call_the_parameter_is_bound(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(fixture("flow_call_site_param"), tree)
+    utils = tree / "sglang/srt/layers/quantization/fp8_utils.py"
+    utils.write_text(utils.read_text().replace("HANDLERS = [scaled_mm]\n", ""))
+    result = run_scan(tree, archs=list(ARCHS), option=["--fp8-gemm-backend"])
+    # without the table, every use of scaled_mm is a call: cutlass passes "sparse"
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "BSB"
+    assert row(result, "--fp8-gemm-backend", "auto") == "UUU"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 
+from guardscan.guards.call_sites import CallSites
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.choices import ChoiceValues
 from guardscan.guards.forms import first_predicate, first_value
@@ -71,6 +72,7 @@ class Interpreter:
         self.names = NameLookup(self, self.tables, index, stack)
         self.option_tests = OptionTests(self)
         self.calls = FunctionCalls(self)
+        self.call_sites = CallSites(self)
         self.choice_values = ChoiceValues(self)
         self.instance_attrs = InstanceAttributes(self)
         self.quant_configs = QuantConfigs(self)
@@ -87,6 +89,7 @@ class Interpreter:
 
     def clear(self) -> None:
         self.calls.clear()
+        self.call_sites.clear()
         self.choice_values.clear()
         self.instance_attrs.clear()
         self.quant_configs.clear()

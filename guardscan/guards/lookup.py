@@ -85,6 +85,10 @@ class NameLookup:
         #: its latest assignment: the kernel library's reader, whose callers'
         #: bindings and backend dispatch expect that)
         self.branch_values = True
+        #: a module-level function's parameter is read from its call sites
+        #: (``guards.call_sites``; off for the kernel library, whose callers
+        #: are SGLang's and whose parameters the kernel reader binds itself)
+        self.call_site_params = True
 
     def clear(self) -> None:
         for memo in (self.name_memo, self.local_memo, self.reach_memo, self.scopes_memo):
@@ -214,6 +218,8 @@ class NameLookup:
             if owner:
                 return ClassV(rel, owner)
             built = self.interpreter.quant_configs.init_param(facts, scope, name)
+            if built is None and self.call_site_params:
+                built = self.interpreter.call_sites.param_value(facts, scope, name)
             return built if built is not None else UnkV(f"parameter {name}")
         func = by_scope.get((scope, name))
         if func is not None:

@@ -51,6 +51,7 @@ class Vocabulary:
         self._stack = EvaluationStack(index.recorder)
         self._interpreter = Interpreter(index, self.options, self._stack)
         self._interpreter.names.branch_values = branch_values
+        self._interpreter.names.call_site_params = branch_values
         self._reported: set[tuple[str, int, str]] = set()
         #: this scan's answers to outside questions; answers of an earlier scan
         #: still valid (``resume``)

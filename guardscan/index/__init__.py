@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 from guardscan.acquire import SourceTree
 from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
-from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen
+from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen, count_captures
 from guardscan.index.store import FactsStore, load_pickles, store_pickle, store_pickles
 
 _Answer = TypeVar("_Answer", bound=Hashable)
@@ -26,7 +26,7 @@ __all__ = ["FACTS_VERSION", "FileFacts", "FileOutcome", "Index", "load_pickles",
            "store_pickles"]
 
 #: Bump when extraction changes, so cached facts from older code are ignored.
-FACTS_VERSION = "10"
+FACTS_VERSION = "11"
 
 #: Below this many files to parse, a process pool costs more than it saves.
 PARALLEL_MIN_FILES = 64
@@ -113,6 +113,14 @@ class Index:
         """``pattern.findall`` of the file's bytes (seen again on change)."""
         found = tuple(pattern.findall(self._read(rel) or b""))
         self._note(rel, ("findall", pattern.pattern, pattern.flags, found))
+        return found
+
+    def count(self, rel: str, pattern: re.Pattern[bytes]) -> int:
+        """How many matches of ``pattern`` in the file's bytes capture a group
+        (a pattern that skips comments and strings by matching them without
+        one counts what is left; seen again on change)."""
+        found = count_captures(pattern, self._read(rel) or b"")
+        self._note(rel, ("count", pattern.pattern, pattern.flags, found))
         return found
 
     def text_answer(self, rel: str, reader: Callable[[bytes], _Answer]) -> _Answer:

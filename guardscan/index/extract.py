@@ -322,6 +322,8 @@ class _Extractor:
                 annotations=tuple((a.arg, self.text(a.annotation, 200))
                                   for a in [*positional, *args.kwonlyargs] if a.annotation),
                 globals=_declared_globals(node.body),
+                positional=len(positional),
+                varargs=args.vararg is not None,
             )
         )
         self.block(node.body, qualname, ())

@@ -74,6 +74,11 @@ class FunctionFact(NamedTuple):
     #: names its body declares ``global``: its assignments to them set the
     #: module's binding (a setter), they bind no local
     globals: tuple[str, ...] = ()
+    #: how many of ``params`` a call may pass by position (the rest are
+    #: keyword-only); -1 when not recorded
+    positional: int = -1
+    #: whether it takes ``*args`` (extra positional arguments go there)
+    varargs: bool = False
 
 
 class ClassFact(NamedTuple):

@@ -20,7 +20,7 @@ Reads are recorded as *observations*, one set per file:
 - ``("cls", c)``: functions whose enclosing class is ``c``;
 - ``("cond", i)``: branch test number ``i`` (and its scope);
 - ``DATA``: the raw bytes (any byte changed is seen);
-- ``("re", pattern, flags, found)``, ``("findall", ...)``, ``("reader",
+- ``("re", pattern, flags, found)``, ``("findall", ...)``, ``("count", ...)``, ``("reader",
   module, function, answer)``: a question about the raw bytes and its answer
   (asked again of changed bytes).
 
@@ -51,7 +51,7 @@ from guardscan.index.facts import (
 )
 
 __all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen", "Table",
-           "changed_keys", "numbers", "text_answer_changed", "unseen_change"]
+           "changed_keys", "count_captures", "numbers", "text_answer_changed", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
@@ -374,6 +374,15 @@ def _findall(key: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
     return tuple(re.compile(key[1], key[2]).findall(data))
 
 
+def count_captures(pattern: re.Pattern[bytes], data: bytes) -> int:
+    """Matches of ``pattern`` in ``data`` that capture a group."""
+    return sum(1 for match in pattern.finditer(data) if match.lastindex)
+
+
+def _count(key: tuple[Any, ...], data: bytes) -> int:
+    return count_captures(re.compile(key[1], key[2]), data)
+
+
 def _reader(key: tuple[Any, ...], data: bytes) -> Any:
     reader: Any = importlib.import_module(key[1])
     for part in key[2].split("."):
@@ -383,7 +392,7 @@ def _reader(key: tuple[Any, ...], data: bytes) -> Any:
 
 #: observations that are answers of the file's bytes, asked again of new bytes
 _TEXT_QUERIES: dict[str, Callable[[tuple[Any, ...], bytes], Any]] = {
-    "re": _search, "findall": _findall, "reader": _reader}
+    "re": _search, "findall": _findall, "count": _count, "reader": _reader}
 
 
 def text_answer_changed(key: tuple[Any, ...], data: bytes) -> bool:

@@ -260,11 +260,12 @@ class Gates:
             for signed in call.path:
                 if signed < 0:
                     continue  # a branch not taken names other choices
-                for atom in option_atoms(self.conditions.cond(facts, signed, call.scope)):
+                test = self.conditions.cond(facts, signed, call.scope)
+                for atom in option_atoms(test):
                     if atom.option not in ctx.dests or atom.option in done:
                         continue
                     done.add(atom.option)
-                    link = Hop(rel, facts.cond(signed).line, HopRole.LINK, atom.describe())
+                    link = Hop(rel, facts.cond(signed).line, HopRole.LINK, _test_text(test, atom))
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
                                      out, call in returned
                                      and self._for_choice(cond, atom.option))
@@ -427,3 +428,14 @@ def backend_choices(value: Value | None, choices: dict[str, tuple[str, ...]],
         strings = renamed or strings
         return (value.dest, strings) if strings else None
     return None
+
+
+def _test_text(test: Predicate, atom: OptionIs) -> str:
+    """What a branch test that names the option says, as the hop's note: the
+    option's test itself, or the whole test when it says more (``self.quant_mode
+    == "w4a4"`` is ``not (SGLANG_X and backend == flashinfer_cutedsl)``, which
+    links every choice of the option, not only the one it names)."""
+    if test == atom:
+        return atom.describe()
+    text = test.describe()
+    return text if len(text) <= 200 else text[:197] + "..."

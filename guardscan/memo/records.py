@@ -119,7 +119,7 @@ class Changes:
             now: str = lines[line - 1].strip() if 0 < line <= len(lines) else ""
             before: str = key[2]
             return now != before
-        if key[0] in ("re", "findall", "reader"):
+        if key[0] in ("re", "findall", "count", "reader"):
             return text_answer_changed(key, data)
         if keys is None or key in (ALL, DATA):
             return True

@@ -210,11 +210,14 @@ class Values:
         return _value(cond, Context(arch=arch, options=options,
                                    quantization=ctx.quantization, installed=ctx.installed))
 
-    def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri) -> list[str]:
+    def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri,
+                        verdict: str = "blocked") -> list[str]:
         """What another value of a mode option, or of an environment variable,
         that ``cond`` tests would do to a gate that is ``now`` TRUE (raises) or
         FALSE at their defaults: ``not blocked with --deepep-mode normal``,
-        ``blocked with SGLANG_USE_X=1``."""
+        ``blocked with SGLANG_USE_X=1``. ``verdict``: what holding gives (a
+        kernel call that excludes the arch, made only at a default: ``not
+        unsupported with SGLANG_USE_W4A16=1``)."""
         tested = self.shared.mode_atoms.get(id(cond))
         if tested is None:
             tested = self.shared.mode_atoms[id(cond)] = tuple(
@@ -222,14 +225,15 @@ class Values:
                 or isinstance(a, EnvIs))
         if not tested:
             return []
-        key = (id(cond), arch, self._signature(cond), now)
+        key = (id(cond), arch, self._signature(cond), now, verdict)
         known = self.shared.mode_answers.get(key)
         if known is None:
-            known = self.shared.mode_answers[key] = self._mode_conditions(cond, tested, arch, now)
+            known = self.shared.mode_answers[key] = self._mode_conditions(
+                cond, tested, arch, now, verdict)
         return list(known)
 
     def _mode_conditions(self, cond: Predicate, tested: tuple[OptionIs | EnvIs, ...],
-                         arch: Arch, now: Tri) -> tuple[str, ...]:
+                         arch: Arch, now: Tri, verdict: str) -> tuple[str, ...]:
         out: set[str] = set()
         ctx = self.context(arch)
         modes = self.shared.modes
@@ -251,9 +255,9 @@ class Values:
             for label, other_ctx in tries:
                 other = _value(rest, other_ctx)
                 if now is Tri.TRUE and other is not Tri.TRUE:
-                    out.add(f"not blocked with {label}")
+                    out.add(f"not {verdict} with {label}")
                 elif now is Tri.FALSE and other is Tri.TRUE:
-                    out.add(f"blocked with {label}")
+                    out.add(f"{verdict} with {label}")
         return tuple(sorted(out))
 
     def mentions(self, pred: Predicate) -> bool:

@@ -139,6 +139,7 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
     below it (a pure layout helper) is arch-neutral and does not count.
     """
     required_false: list[list[Evidence]] = []
+    required_calls: list[KernelCall] = []
     falses: list[list[Evidence]] = []
     trues: list[list[Evidence]] = []
     helper_trues: list[list[Evidence]] = []
@@ -161,6 +162,7 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
         if support is Tri.FALSE:
             if reach is Tri.TRUE:
                 required_false.append(full)
+                required_calls.append(call)
             elif _chosen_elsewhere(call.condition, ctx):
                 avoidable.append(full)
             else:
@@ -178,9 +180,15 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
         else:
             trues.append(full)
     if required_false:
-        # a call made whatever the model excludes the arch; show the first one last
+        # a call made whatever the model excludes the arch; show the first one last.
+        # Made only at the default of a mode option or an environment variable:
+        # the other value is said (``not unsupported with SGLANG_X=1``)
+        escapes = sorted({text for call in required_calls if values is not None
+                          for text in values.mode_conditions(call.condition, arch, Tri.TRUE,
+                                                             "unsupported")})
         return Outcome(excluding=tuple(
-            e for chain in [*required_false[1:], required_false[0]] for e in chain))
+            e for chain in [*required_false[1:], required_false[0]] for e in chain),
+            conditions=tuple(escapes))
     if falses and not trues and not doubts:
         # every call the choice can make excludes the arch (a helper that runs
         # there does not make the choice's kernels run)
