@@ -145,7 +145,7 @@ class Shared:
         self.unset = unset or {}
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
-        self.mode_answers: dict[tuple[int, Arch, tuple[object, ...], Tri], tuple[str, ...]] = {}
+        self.mode_answers: dict[tuple[int, Arch, tuple[object, ...], Tri, str], tuple[str, ...]] = {}
         #: whether a kernel call's condition can hold for another choice
         #: (``rules.kernels.kernel_helpers``), by the condition and its tests' answers
         self.helpers: dict[tuple[int, tuple[bool, ...]], bool] = {}
