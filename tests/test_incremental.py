@@ -367,7 +367,7 @@ def _check_keys(first: Analysis) -> int:
             for key in seen:
                 # a text query reads bytes only: its answer alone decides
                 expected = text_answer_changed(key, data) if key[0] in (
-                    "re", "findall", "reader") else unseen_change(old, new, {key}, data) is not None
+                    "re", "findall", "count", "reader") else unseen_change(old, new, {key}, data) is not None
                 assert changes.touches((rel, key)) == expected, (rel, how, key)
                 checked += 1
             path.write_bytes(source)
@@ -389,3 +389,33 @@ def test_code_fingerprint_covers_every_stage() -> None:
                   "guards/interpreter.py", "link/gates.py", "options/catalog.py", "kernels/support.py", "names/resolver.py",
                   "memo/results.py"):
         assert stage in files, stage
+
+
+def test_a_new_use_of_a_function_unbinds_its_parameter(tmp_path: Path) -> None:
+    """A parameter read from its call sites (``guards.call_sites``) depends on
+    every use of the function in the tree: a use added in a caller's file
+    (here a value, not a call) is seen, and a comment naming it is not."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "flow_call_site_param", root)
+    utils = root / "sglang/srt/layers/quantization/fp8_utils.py"
+    utils.write_text(utils.read_text().replace("HANDLERS = [scaled_mm]\n", ""))
+    cache = tmp_path / "cache"
+    first = _analyse(root, cache)
+
+    def cutlass(analysis: Analysis) -> set[str]:
+        return {b.verdict for b in analysis.result.backends
+                if b.option == "--fp8-gemm-backend" and b.choice == "cutlass"
+                and b.arch in ("sm90", "sm120")}
+
+    assert cutlass(first) == {"blocked"}
+    caller = root / "sglang/srt/layers/quantization/fp8.py"
+    caller.write_text(caller.read_text() + "\n# scaled_mm is called twice above\n")
+    _touch_later(caller)
+    commented = _analyse(root, cache)
+    assert commented.cache.startswith("reused"), commented.cache
+    assert cutlass(commented) == {"blocked"}
+    caller.write_text(caller.read_text() + "\nSCALED = scaled_mm\n")
+    _touch_later(caller)
+    after = _analyse(root, cache)
+    assert cutlass(after) == {"unknown"}
+    assert _json(after) == _fresh(root, tmp_path)

@@ -8,6 +8,9 @@
 * ``instance_attrs`` and ``quant_configs``: ``self.x`` from the class's own
   assignments, and a quantization method's config object as the loader
   builds it for ``--quantization`` (``from_config`` from the checkpoint);
+* ``call_sites``: a module-level function's mode parameter
+  (``quant_mode="w4a4"``) as every call in the tree binds it, when every use
+  of the function is a call;
 * ``forms``: one module per guard form, each with its documentation and
   examples; their registry drives the interpreter and docs/guard-forms.md;
 * ``questions`` and ``vocabulary``: the questions other stages ask

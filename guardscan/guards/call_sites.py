@@ -1,11 +1,13 @@
 """guards (call sites): a function's parameter, as every call in the tree binds it.
 
 In ``def fp4_gemm(..., quant_mode="w4a4")`` the branch ``if quant_mode ==
-"w4a16"`` is taken only when some caller passes ``"w4a16"``. When every use
-of a module-level function in the scanned tree is a call this reader
-understands, the parameter is the alternatives of its call sites: the
+"w4a16"`` is taken only when some caller passes ``"w4a16"``. A mode
+parameter (its default a string constant) of a module-level function whose
+every use in the scanned tree is a call this reader understands is the
+alternatives of its call sites: the
 argument (or the default) of each call, where that call's branch tests hold
-in its caller::
+in its caller (other parameters stay unknown: reading every parameter's
+callers costs far more than the few mode branches it decides)::
 
     out = fp4_gemm(x, w, ...)                  # "w4a4" (the default), where
                                                # self.quant_mode == "w4a4"
@@ -15,8 +17,9 @@ in its caller::
 so ``quant_mode == "w4a16"`` holds where some call passes ``"w4a16"`` and
 nowhere else. A value that could reach the function another way leaves the
 parameter unknown, never guessed: a method, a use of the name that is not a
-call (passed as a value, aliased on import, named in a string or a comment of
-a file that holds the function), a call through a name this reader cannot
+call (passed as a value, aliased on import, named in a string of a file that
+holds the function: a string that is exactly its name counts,
+a message that mentions it does not), a call through a name this reader cannot
 resolve (``torch.ops.sglang.fp4_gemm``), or no call at all (a public entry
 point that code outside the tree may call). A call that passes ``*args`` or
 ``**kwargs`` the parameter may come from gives an unknown alternative.
