@@ -419,3 +419,27 @@ def test_a_new_use_of_a_function_unbinds_its_parameter(tmp_path: Path) -> None:
     after = _analyse(root, cache)
     assert cutlass(after) == {"unknown"}
     assert _json(after) == _fresh(root, tmp_path)
+
+
+def test_a_new_use_in_a_file_never_read_unbinds_the_parameter(tmp_path: Path) -> None:
+    """A file the scan never read (no use of the function in it) gains one:
+    the whole-tree search for the function's uses answers differently, and
+    the answers that made it are asked again."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "flow_call_site_param", root)
+    utils = root / "sglang/srt/layers/quantization/fp8_utils.py"
+    utils.write_text(utils.read_text().replace("HANDLERS = [scaled_mm]\n", ""))
+    cache = tmp_path / "cache"
+    first = _analyse(root, cache)
+    assert {b.verdict for b in first.result.backends
+            if b.choice == "cutlass" and b.arch == "sm120"} == {"blocked"}
+    other = root / "sglang/srt/layers/quantization/helpers.py"
+    other.write_text(other.read_text() + (
+        "\n\ndef handlers():\n"
+        "    from sglang.srt.layers.quantization.fp8_utils import scaled_mm\n"
+        "    return [scaled_mm]\n"))
+    _touch_later(other)
+    after = _analyse(root, cache)
+    assert {b.verdict for b in after.result.backends
+            if b.choice == "cutlass" and b.arch == "sm120"} == {"unknown"}
+    assert _json(after) == _fresh(root, tmp_path)

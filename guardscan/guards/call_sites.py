@@ -24,6 +24,12 @@ resolve (``torch.ops.sglang.fp4_gemm``), or no call at all (a public entry
 point that code outside the tree may call). A call that passes ``*args`` or
 ``**kwargs`` the parameter may come from gives an unknown alternative.
 
+The parameter is read as a ``ParamV`` (unknown wherever it is read) and
+bound only when compared with a constant (``guards.operators``): finding the
+callers is a search of the whole tree, paid only where it can decide a
+branch. The answer that searched keeps the search (``Answer.greps``), so a
+later scan asks it again when a file it never read gains a use.
+
 Callers outside the scanned tree are not seen: the tree is the application.
 """
 
@@ -33,9 +39,9 @@ import re
 from typing import TYPE_CHECKING
 
 from guardscan.guards.stack import MODULE_END
-from guardscan.guards.values import AltV, FuncV, UnkV, Value
+from guardscan.guards.values import AltV, FuncV, ParamV, UnkV, Value
 from guardscan.index.facts import CallFact, FunctionFact
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import STARS, FactsView, Read
 from guardscan.predicate import TRUE, Predicate
 from guardscan.syntax import parse_expr
 
@@ -67,10 +73,27 @@ class CallSites:
     def clear(self) -> None:
         self._memo.clear()
 
+    @staticmethod
+    def mode_param(facts: FactsView, scope: str, name: str) -> ParamV | None:
+        """``name`` as a mode parameter of the module-level function ``scope``
+        (its default a string constant), to be bound when compared; None
+        when it is not one."""
+        func = facts.function(scope)
+        if func is None or func.cls or func.scope or func.positional < 0 \
+                or not _STRING.fullmatch(dict(func.defaults).get(name, "")):
+            return None
+        return ParamV(f"parameter {name}", facts.rel, scope, name)
+
+    def bound(self, param: ParamV) -> Value | None:
+        """What the call sites bind ``param`` to (None: not every use of the
+        function is understood)."""
+        facts = self.interpreter.index.view(param.rel)
+        return self.param_value(facts, param.scope, param.name) if facts is not None else None
+
     def param_value(self, facts: FactsView, scope: str, name: str) -> Value | None:
-        """``name``, a parameter of the module-level function ``scope`` of
-        ``facts``, as its call sites bind it (None: not such a parameter, or
-        not every use of the function is understood)."""
+        """``name``, a mode parameter of the module-level function ``scope``
+        of ``facts``, as its call sites bind it (None: not such a parameter,
+        or not every use of the function is understood)."""
         stack = self.interpreter.stack
         key = (facts.rel, scope, name)
         hit = self._memo.get(key)
@@ -91,10 +114,10 @@ class CallSites:
         return value
 
     def _param_value(self, facts: FactsView, scope: str, name: str) -> Value | None:
-        func = facts.function(scope)
-        if func is None or func.cls or func.scope or func.positional < 0 \
-                or not _STRING.fullmatch(dict(func.defaults).get(name, "")):
+        if self.mode_param(facts, scope, name) is None:
             return None
+        func = facts.function(scope)
+        assert func is not None
         ours = FuncV(facts.rel, func.qualname)
         interp = self.interpreter
         index = interp.index
@@ -107,14 +130,14 @@ class CallSites:
             view = index.view(rel)
             if view is None:
                 return None
-            calls = [c for c in view.calls if c.func.rsplit(".", 1)[-1] == func.name]
+            calls = view.calls_of(func.name)
             binds = rel == facts.rel or self._binds(view, func, ours)
             if binds is None:
                 return None  # imported under another name
             uses = index.count(rel, word if binds else attribute)
             if binds:
-                accounted = sum(1 for f in view.functions if f.name == func.name) + sum(
-                    1 for i in view.imports if i.name == func.name) + len(calls)
+                accounted = len(view.functions_named(func.name)) + len(
+                    view.imports_of(func.name)) + len(calls)
             else:
                 calls = [c for c in calls if "." in c.func]
                 accounted = len(calls)
@@ -143,15 +166,14 @@ class CallSites:
         of it, or a star import that brings it); None when it is imported
         under another name."""
         names = self.interpreter.names
-        for imp in view.imports:
-            if imp.name != func.name:
-                continue
+        for imp in view.imports_of(func.name):
             value = names.import_value(imp.module, imp.name, view.rel, imp.line)
             if value == ours:
                 if imp.local != func.name:
                     return None
                 return True
-        if any(imp.local == "*" for imp in view.imports):
+        view.note(*STARS)
+        if any(imp.local == "*" and not imp.scope for imp in view.unobserved.imports):
             return names.lookup(view.rel, "", func.name, MODULE_END) == ours
         return False
 

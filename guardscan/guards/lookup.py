@@ -219,7 +219,7 @@ class NameLookup:
                 return ClassV(rel, owner)
             built = self.interpreter.quant_configs.init_param(facts, scope, name)
             if built is None and self.call_site_params:
-                built = self.interpreter.call_sites.param_value(facts, scope, name)
+                built = self.interpreter.call_sites.mode_param(facts, scope, name)
             return built if built is not None else UnkV(f"parameter {name}")
         func = by_scope.get((scope, name))
         if func is not None:

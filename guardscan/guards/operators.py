@@ -23,6 +23,7 @@ from guardscan.guards.values import (
     ConstV,
     EnumMemberV,
     OptV,
+    ParamV,
     PredV,
     TupleV,
     UnkV,
@@ -144,6 +145,10 @@ class Operators:
         return PredV(conj(*parts))
 
     def compare(self, left: Value, op: str, right: Value, node: ast.AST) -> Predicate:
+        if isinstance(left, ParamV) and isinstance(right, ConstV):
+            left = self.interp.call_sites.bound(left) or left
+        elif isinstance(right, ParamV) and isinstance(left, ConstV):
+            right = self.interp.call_sites.bound(right) or right
         if isinstance(left, AltV):
             return disj(*(conj(c, self.compare(v, op, right, node))
                           for c, v in left.alternatives))

@@ -53,6 +53,10 @@ class Answer:
     diagnostic: Diagnostic | None
     #: stored: numbers in the record's table of reads
     reads: tuple[Read, ...] | bytes
+    #: the whole-tree searches it made (pattern, files asked, files matched):
+    #: a file it never read can change its answer by matching now
+    #: (``guards.call_sites`` looks for every caller of a function)
+    greps: tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...] = ()
 
 
 for _cls in (Resolved, Answer):

@@ -30,6 +30,7 @@ __all__ = [
     "ModuleV",
     "Opaque",
     "OptV",
+    "ParamV",
     "PlatformV",
     "PredV",
     "TupleV",
@@ -208,6 +209,18 @@ class ExtV:
 @dataclass(frozen=True)
 class UnkV:
     reason: str
+
+
+@dataclass(frozen=True)
+class ParamV(UnkV):
+    """A mode parameter of a module-level function (``quant_mode="w4a4"``):
+    unknown wherever it is read, except compared with a constant, where
+    ``guards.call_sites`` reads what every call site binds (asked only
+    then: the callers are searched for in the whole tree)."""
+
+    rel: str = ""
+    scope: str = ""
+    name: str = ""
 
 
 @dataclass(frozen=True)

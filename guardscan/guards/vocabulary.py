@@ -113,6 +113,7 @@ class Vocabulary:
                 recorder = self._stack.recorder
                 saved = recorder.open()
                 self._stack.trail = []
+                greps = len(self.index.grep_log)
                 try:
                     value, diagnostic = compute()
                 except Exception as exc:  # noqa: BLE001 - one guard never stops the scan
@@ -120,7 +121,8 @@ class Vocabulary:
                 finally:
                     reads = recorder.close(saved, merge=False)
                 answer = Answer(value, diagnostic, self._reads_table.encode(reads)
-                                if self._reads_table is not None else reads)
+                                if self._reads_table is not None else reads,
+                                tuple(self.index.grep_log[greps:]))
             self.answers[key] = answer
         if self._asked is not None:
             self._asked.append(key)

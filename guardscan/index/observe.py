@@ -18,6 +18,9 @@ Reads are recorded as *observations*, one set per file:
 - ``CONDITIONAL_RETURNS``: its ``return`` statements under a branch test;
 - ``("func", q)`` / ``("class", q)``: functions / classes with qualname ``q``;
 - ``("cls", c)``: functions whose enclosing class is ``c``;
+- ``("callee", n)`` / ``("defname", n)`` / ``("imported", n)``: the calls
+  of a callee whose last name is ``n``, the functions named ``n``, the
+  ``from m import n`` imports;
 - ``("cond", i)``: branch test number ``i`` (and its scope);
 - ``DATA``: the raw bytes (any byte changed is seen);
 - ``("re", pattern, flags, found)``, ``("findall", ...)``, ``("count", ...)``, ``("reader",
@@ -41,6 +44,7 @@ from typing import Any
 
 from guardscan.index.facts import (
     AssignFact,
+    CallFact,
     ClassFact,
     Cond,
     FileFacts,
@@ -235,6 +239,22 @@ class FactsView:
         self._see(CONDITIONAL_RETURNS)
         return [r for r in self.unobserved.returns if r.path]
 
+    def calls_of(self, name: str) -> list[Any]:
+        """The calls whose callee's last name is ``name`` (``f(...)``,
+        ``m.f(...)``), in file order."""
+        self._see(("callee", name))
+        return [c for c in self.unobserved.calls if c.func.rpartition(".")[2] == name]
+
+    def functions_named(self, name: str) -> list[FunctionFact]:
+        """The functions (and methods) named ``name``, in file order."""
+        self._see(("defname", name))
+        return [f for f in self.unobserved.functions if f.name == name]
+
+    def imports_of(self, name: str) -> list[ImportFact]:
+        """The ``from m import name`` imports (any scope, any local name)."""
+        self._see(("imported", name))
+        return [i for i in self.unobserved.imports if i.name == name]
+
     def in_tree(self, kind: str, scope: str) -> list[Any]:
         """Facts of one kind in ``scope`` or nested inside it, in file order."""
         self._see(("tree", scope))
@@ -256,9 +276,14 @@ def _keys_of(fact: Any, kind: str) -> Iterable[tuple[Any, ...]]:
         if not current:
             break
         current = current.rpartition(".")[0]
+    if isinstance(fact, CallFact):
+        yield ("callee", fact.func.rpartition(".")[2])
+    elif isinstance(fact, ImportFact) and fact.name:
+        yield ("imported", fact.name)
     if isinstance(fact, FunctionFact):
         yield ("func", fact.qualname)
         yield ("cls", fact.cls)
+        yield ("defname", fact.name)
         for name in fact.globals:  # it assigns the module's binding of the name
             yield ("name", name)
     elif isinstance(fact, ClassFact):

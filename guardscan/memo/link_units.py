@@ -70,8 +70,12 @@ class RecordingUnits(Units):
         changes.table = record.reads
         stored: dict[QueryKey, Answer] = {}
         former: dict[QueryKey, Answer] = {}
+        index = self.ctx.index
         for number, answer in record.answers.items():
-            (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
+            touched = changes.any(answer.reads) or any(
+                tuple(index.grep_re(pattern, within)) != matched
+                for pattern, within, matched in answer.greps)
+            (former if touched else stored)[record.keys[number]] = answer
         vocab.resume(stored, former)
         self.prior, self.changes = record, changes
         self.reads = Table(record.reads)
@@ -200,7 +204,8 @@ class RecordingUnits(Units):
                 answer = vocab.stored_answer(query)
                 if answer is not None:
                     if not isinstance(answer.reads, bytes):
-                        answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads))
+                        answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads),
+                                        answer.greps)
                     answers[number] = answer
             if not isinstance(unit.queries, bytes):
                 unit = replace(unit, queries=keys.encode(queries))
