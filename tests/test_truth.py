@@ -210,3 +210,25 @@ def test_open_cases_are_still_missed(pair_answers: list[Answer]) -> None:
     solved = [a for a in pair_answers if a.case.open and a.agrees]
     assert not solved, "open cases guardscan now decides (remove their \"open\"):\n" + \
         "\n".join(map(_show, solved))
+
+
+@pytest.mark.real
+def test_a_kernel_exclusion_made_only_at_an_env_default_says_the_other_value() -> None:
+    """sglang 0.5.19 under modelopt_fp4 on sm120: ``fp4_gemm``'s quant_mode is
+    "w4a4" unless SGLANG_FLASHINFER_CUTEDSL_NVFP4_W4A16 is set (read from the
+    call sites of ``fp4_gemm``, guards/call_sites.py), so the cute-dsl
+    ``mm_fp4`` requirement (no 120) decides, and the verdict says what the
+    variable would change; the chain goes through the call site."""
+    realtrees.sglang_tree("0.5.19")
+    realtrees.flashinfer_tree("0.6.18")
+    table, _ = truthcases._analysis("0.5.19", "modelopt_fp4", str(realtrees.shared_cache_dir()))
+    verdict = table[("--fp4-gemm-backend", "flashinfer_cutedsl", "sm120")]
+    assert verdict.verdict.value == "unsupported"
+    assert verdict.conditions == (
+        "not unsupported with SGLANG_FLASHINFER_CUTEDSL_NVFP4_W4A16=1",)
+    where = [(e.path, e.line) for e in verdict.evidence]
+    assert ("sglang/srt/layers/quantization/modelopt_quant.py", 2037) in where, where
+    assert where[-1] == ("flashinfer/gemm/gemm_base.py", 6176)
+    # cudnn, made on the same branch, is supported, and says nothing of the variable
+    cudnn = table[("--fp4-gemm-backend", "flashinfer_cudnn", "sm120")]
+    assert (cudnn.verdict.value, cudnn.conditions) == ("supported", ())

@@ -8,7 +8,11 @@ Why it matters
     SGLang accepts many choices whose kernels do not run on an arch: the
     verdict is ``unsupported`` when a required call excludes it (or every
     call the choice can make does), ``supported`` when the calls specific to
-    the choice admit it and none leaves it undecided.
+    the choice admit it and none leaves it undecided. A required call made
+    only at the default of an environment variable or a mode option says what
+    the other value changes (``not unsupported with
+    SGLANG_FLASHINFER_CUTEDSL_NVFP4_W4A16=1``: that variable picks another
+    branch of ``fp4_gemm``).
 Known limits
     A helper (a layout, shuffle or quantize step other choices call too, or
     a call decided inside another public function) can exclude but never
