@@ -28,7 +28,7 @@ The parameter is read as a ``ParamV`` (unknown wherever it is read) and
 bound only when compared with a constant (``guards.operators``): finding the
 callers is a search of the whole tree, paid only where it can decide a
 branch. The answer that searched keeps the search (``Answer.greps``), so a
-later scan asks it again when a file it never read gains a use.
+later scan links afresh when a file it never read gains a use.
 
 Callers outside the scanned tree are not seen: the tree is the application.
 """

@@ -55,7 +55,9 @@ class Answer:
     reads: tuple[Read, ...] | bytes
     #: the whole-tree searches it made (pattern, files asked, files matched):
     #: a file it never read can change its answer by matching now
-    #: (``guards.call_sites`` looks for every caller of a function)
+    #: (``guards.call_sites`` looks for every caller of a function); when one
+    #: answers differently, a later scan links afresh (answers that reused the
+    #: search through a memo did not record it)
     greps: tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...] = ()
 
 

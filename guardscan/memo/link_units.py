@@ -53,13 +53,31 @@ class RecordingUnits(Units):
     def bind(self, ctx: LinkContext, quant_condition: QuantCondition) -> None:
         super().bind(ctx, quant_condition)
         prior, self._offered = self._offered, None
-        if prior is not None and prior[0].context == self.context():
+        if prior is not None and prior[0].context == self.context() \
+                and not self._searches_moved(prior[0]):
             self.start_from(prior)
         ctx.vocab.keep_reads_in(self.reads)
 
     @property
     def cold(self) -> bool:
         return self.prior is None
+
+    def _searches_moved(self, record: LinkRecord) -> bool:
+        """Does a whole-tree search that an answer made (``Answer.greps``: the
+        callers of a function, ``guards.call_sites``) answer differently now?
+        A file the earlier scan never read may have gained a match; the
+        answers that reused that search through a memo did not record it, so
+        none of the earlier answers is kept: linking runs afresh."""
+        index = self.ctx.index
+        asked: set[tuple[bytes, tuple[str, ...] | None]] = set()
+        for answer in record.answers.values():
+            for pattern, within, matched in answer.greps:
+                if (pattern, within) in asked:
+                    continue
+                asked.add((pattern, within))
+                if tuple(index.grep_re(pattern, within)) != matched:
+                    return True
+        return False
 
     def start_from(self, prior: tuple[LinkRecord, Changes]) -> None:
         """Replay from an earlier scan's linking (made with the same
@@ -70,12 +88,8 @@ class RecordingUnits(Units):
         changes.table = record.reads
         stored: dict[QueryKey, Answer] = {}
         former: dict[QueryKey, Answer] = {}
-        index = self.ctx.index
         for number, answer in record.answers.items():
-            touched = changes.any(answer.reads) or any(
-                tuple(index.grep_re(pattern, within)) != matched
-                for pattern, within, matched in answer.greps)
-            (former if touched else stored)[record.keys[number]] = answer
+            (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
         vocab.resume(stored, former)
         self.prior, self.changes = record, changes
         self.reads = Table(record.reads)
