@@ -163,6 +163,9 @@ def _gate(a: Mapping[str, str]) -> str:
         return f"raises on {a['arch']}: {a['condition']}"
     if effect == "could-raise":
         return f"could raise on {a['arch']} depending on: {a['undecided']}"
+    if effect == "every-path":
+        return (f"raises on {a['arch']} when {a['when']}; with the {a['others']} other such "
+                "lines, on every path")
     if effect == "admits":
         return f"admits {a['arch']}: raises only when {a['condition']}"
     return a.get("text", "")

@@ -313,3 +313,30 @@ def test_once_every_use_is_a_call_the_parameter_is_bound(tmp_path: Path) -> None
     # without the table, every use of scaled_mm is a call: cutlass passes "sparse"
     assert row(result, "--fp8-gemm-backend", "cutlass") == "BSB"
     assert row(result, "--fp8-gemm-backend", "auto") == "UUU"
+
+
+def test_gates_that_each_hold_on_one_branch_together_block() -> None:
+    """fixtures/flow_every_path (``verdict/every_path.py``): the x runner's
+    four branches each call the wrapper's never-imported package off SM90 /
+    SM100; one gate at a time depends on the branch, together they hold on
+    every path but an empty batch's."""
+    name = "flow_every_path"
+    result = scan(name, "--moe-runner-backend", "--moe-a2a-backend")
+    wrapper = "sglang/srt/layers/gemm_wrapper/entrypoint.py"
+    assert row(result, "--moe-runner-backend", "x") == "UUB"
+    judged = verdict_of(result, "x", "sm120", "--moe-runner-backend")
+    assert judged.conditions == ("not blocked when all_tokens == 0 or m == 0 "
+                                 "(no rows to compute)",)
+    gates = {(e.path, e.line) for e in judged.evidence if e.role == "gate"}
+    assert gates == {at(name, wrapper, f"jit_gemm.m_grouped_{kind}(")
+                     for kind in ("fp8_contig", "bf16_contig", "fp8_masked", "bf16_masked")}
+    # y's contiguous branch runs a Triton kernel: not every path fails
+    assert row(result, "--moe-runner-backend", "y") == "UUU"
+    assert verdict_of(result, "y", "sm120", "--moe-runner-backend").conditions == ()
+    # --moe-a2a-backend p resolves the runner's default (auto) to x
+    assert row(result, "--moe-a2a-backend", "p") == "UUB"
+    chain = verdict_of(result, "p", "sm120", "--moe-a2a-backend").evidence
+    hook = "sglang/srt/arg_groups/moe_hook.py"
+    assert at(name, hook, 'moe_runner_backend="x"') in [(e.path, e.line) for e in chain], \
+        describe_chain(chain)
+    assert row(result, "--moe-a2a-backend", "none") == "UUU"

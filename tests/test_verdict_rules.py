@@ -61,3 +61,18 @@ def test_every_rule_documents_itself_and_finding_rules_have_examples() -> None:
         assert rule.EXAMPLES, rule.__name__
         assert {e.expect for e in rule.EXAMPLES} - {"nothing"}, rule.__name__
         assert "nothing" in {e.expect for e in rule.EXAMPLES}, rule.__name__
+
+
+def test_gates_cover_every_path_only_when_no_path_escapes_but_an_empty_one() -> None:
+    from guardscan.predicate import Unknown, conj, neg
+    from guardscan.verdict.every_path import covers
+
+    masked, bf16, empty = Unknown("masked"), Unknown("bf16"), Unknown("all_tokens == 0")
+    branches = [conj(masked, bf16), conj(masked, neg(bf16)), conj(neg(masked), bf16)]
+    # the fourth branch's gate, after an empty-batch return
+    assert covers([*branches, conj(neg(masked), neg(bf16), neg(empty))]) == ["all_tokens == 0"]
+    assert covers([*branches, conj(neg(masked), neg(bf16))]) == []
+    # a branch with no gate at all escapes
+    assert covers(branches) is None
+    # an escape through a test that is not a count's zero is a real path
+    assert covers([*branches, conj(neg(masked), neg(bf16), neg(Unknown("x is None")))]) is None

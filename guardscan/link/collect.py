@@ -19,7 +19,7 @@ from guardscan.link.context import LinkContext
 from guardscan.link.dict_registries import DictRegistries, choice_keys
 from guardscan.link.gates import Gates
 from guardscan.link.help_claims import help_claims
-from guardscan.link.model import Links
+from guardscan.link.model import Links, default_choices
 from guardscan.link.named import NamedModules
 from guardscan.link.quantization import QuantizationMethods
 from guardscan.link.regions import RegisteredRegions
@@ -181,19 +181,6 @@ def returned_words(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
         # the answer, which the result cache stores)
         words.update(w.decode() for w in _WORD.findall(match.group(2)) if len(w) >= 6)
     return tuple((name, tuple(sorted(words))) for name, words in sorted(out.items()) if words)
-
-
-def default_choices(options: Sequence[OptionInfo]) -> dict[str, str]:
-    """Each option's default, where it is a literal that names one of its
-    choices (``"auto"``, ``"none"``)."""
-    out = {}
-    for opt in options:
-        default = (opt.default or "").strip()
-        if len(default) >= 2 and default[0] == default[-1] and default[0] in "\"'":
-            default = default[1:-1]
-        if default in opt.choices:
-            out[opt.dest] = default
-    return out
 
 
 def unset_twins(options: Sequence[OptionInfo]) -> dict[str, tuple[str, ...]]:

@@ -32,7 +32,15 @@ from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
 from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
-from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
+from guardscan.link.model import (
+    Finding,
+    FindingKind,
+    Found,
+    Hop,
+    HopRole,
+    KernelCall,
+    default_choices,
+)
 from guardscan.predicate import (
     Const,
     Context,
@@ -209,11 +217,22 @@ class Gates:
         if len(sources) != 1:
             return
         source = sources[0]
+        # a hook that resolves ``dest``'s default (``if cfg.moe_runner_backend ==
+        # "auto": declare_resolution(..., moe_runner_backend="deep_gemm")``)
+        # sets it for a launch that leaves it alone; not a quantization
+        # method's own pick for its layers (``verdict.auto`` reads those)
+        default = {} if self.quant.inside(facts.rel) else default_choices([by_dest[dest]])
         for choice in by_dest[source].choices:
-            if cond.evaluate(Context(options={source: choice})) is not Tri.TRUE:
+            answer = cond.evaluate(Context(options={source: choice}))
+            resolves = answer is Tri.UNKNOWN and bool(default) and cond.evaluate(
+                Context(options={source: choice, **default})) is Tri.TRUE
+            if answer is not Tri.TRUE and not resolves:
                 continue
-            hops = (Hop(facts.rel, line, HopRole.LINK,
-                        f"{source} == {choice} sets {dest} to {value}"),)
+            note = f"{source} == {choice} sets {dest} to {value}"
+            if resolves:
+                note = (f"{source} == {choice} resolves {dest} {default[dest]} "
+                        f"(its default) to {value}")
+            hops = (Hop(facts.rel, line, HopRole.LINK, note),)
             out.findings.append(Finding(
                 FindingKind.ALIAS, facts.rel, line, conj(OptionIs(source, frozenset({choice})),
                                                            cond),

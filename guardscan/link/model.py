@@ -11,13 +11,24 @@ from a hop's role to the role its line plays in an evidence chain.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from guardscan.predicate import Predicate, fast_reduce
-from guardscan.results import Diagnostic, Role
+from guardscan.results import Diagnostic, OptionInfo, Role
 
-__all__ = ["GATE_KINDS", "Finding", "FindingKind", "Found", "Hop", "HopRole", "KernelCall", "Links",
-           "evidence_role"]
+__all__ = [
+    "GATE_KINDS",
+    "Finding",
+    "FindingKind",
+    "Found",
+    "Hop",
+    "HopRole",
+    "KernelCall",
+    "Links",
+    "default_choices",
+    "evidence_role",
+]
 
 
 class FindingKind(str, enum.Enum):
@@ -166,3 +177,16 @@ class Links:
 
 for _cls in (Hop, Finding, KernelCall):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+
+
+def default_choices(options: Sequence[OptionInfo]) -> dict[str, str]:
+    """Each option's default, where it is a literal that names one of its
+    choices (``"auto"``, ``"none"``)."""
+    out = {}
+    for opt in options:
+        default = (opt.default or "").strip()
+        if len(default) >= 2 and default[0] == default[-1] and default[0] in "\"'":
+            default = default[1:-1]
+        if default in opt.choices:
+            out[opt.dest] = default
+    return out

@@ -18,7 +18,9 @@ blocked
     (``--deepep-mode``) hold their defaults, environment variables read with
     ``os.getenv`` are unset, and a gate that another value of a mode or a
     variable would change says so in the verdict's conditions (``not blocked
-    with --deepep-mode normal``, ``blocked with SGLANG_USE_X=1``).
+    with --deepep-mode normal``, ``blocked with SGLANG_USE_X=1``). Gates that
+    each raise on one branch of the choice's code, and together on every
+    branch, block too (``verdict.every_path``).
 unsupported
     Not blocked, but a kernel the choice's own code calls (in a module named
     for the choice, a function registered for it, or code under a test of the
@@ -85,7 +87,8 @@ Layout: ``ladder`` (the four-way ladder and the memo of judged choices),
 ``rules/`` (one module per kind of finding or fact, each returning an
 ``Outcome``), ``values`` (conditions evaluated per choice and arch),
 ``chain`` (evidence lines and their status), ``checkpoint`` (one method's
-gate against another's pick, without ``--quantization``), ``dirty`` (what a change can
+gate against another's pick, without ``--quantization``), ``every_path``
+(gates that together hold on every branch), ``dirty`` (what a change can
 alter), ``notes`` (method-wide notes), ``model`` (the plain data and the
 plug-in points).
 """

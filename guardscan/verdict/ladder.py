@@ -18,19 +18,21 @@ from guardscan.link import (
 from guardscan.predicate import (
     Const,
     Context,
+    Predicate,
     Tri,
     conj,
 )
 from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, Verdict
 from guardscan.verdict.chain import dedupe_keep_last, mark_statuses
 from guardscan.verdict.checkpoint import checkpoint_decides
-from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge
+from guardscan.verdict.every_path import every_path_fails
+from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge, Outcome
 from guardscan.verdict.rename import renamed, renames
 from guardscan.verdict.rules import gate as gate_rule
 from guardscan.verdict.rules import rule_for
 from guardscan.verdict.rules.kernels import carried_scope, for_choice, judge_kernels, kernel_helpers
 from guardscan.verdict.rules.requires import companions
-from guardscan.verdict.values import Shared, Values, about_sets, holding
+from guardscan.verdict.values import Shared, Values, about_sets, holding, raises_for
 
 __all__ = ["judge"]
 
@@ -46,7 +48,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     every judged choice is handed to it to keep."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
-    aliased = _aliased(links, option, findings)
+    sources: dict[int, tuple[Predicate, str, str]] = {}
+    aliased = _aliased(links, option, findings, sources)
     rewrites = renames(findings, option.choices)
     findings = [f for f in findings if f.kind not in (FindingKind.ALIAS, FindingKind.RENAME)]
     extra = [f for fs in aliased.values() for f in fs]
@@ -76,7 +79,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
             try:
                 verdicts = _judge_choice(index, option, choice,
                                          [*findings, *aliased.get(choice, ())], global_quant,
-                                         calls, archs, quantization, asking, about, shared)
+                                         calls, archs, quantization, asking, about, shared,
+                                         sources)
             finally:
                 reads = index.recorder.close(saved, merge=False)
             judged = Judged(reads, tuple(asking.asked), verdicts)
@@ -87,11 +91,12 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
 
 
 def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
-             ) -> dict[str, list[Finding]]:
+             sources: dict[int, tuple[Predicate, str, str]]) -> dict[str, list[Finding]]:
     """The gates a choice takes on from the options it sets (``alias``
     findings): each gate of the other option, read with that option holding
     the value the choice gives it, under the alias's condition, and shown
-    after the line that sets it."""
+    after the line that sets it. ``sources``: filled with each such gate's own
+    condition, the option and the value, by the new finding's id."""
     out: dict[str, list[Finding]] = {}
     for alias in findings:
         if alias.kind != FindingKind.ALIAS or alias.choice is None or len(alias.target) != 2:
@@ -103,10 +108,28 @@ def _aliased(links: Links, option: OptionInfo, findings: list[Finding],
             cond = holding(gate.condition, dest, value)
             if cond == Const(False):
                 continue
-            out.setdefault(alias.choice, []).append(Finding(
-                gate.kind, gate.rel, gate.line, conj(alias.condition, cond),
-                (*alias.hops, *gate.hops), option=option.dest, text=gate.text))
+            taken = Finding(gate.kind, gate.rel, gate.line, conj(alias.condition, cond),
+                            (*alias.hops, *gate.hops), option=option.dest, text=gate.text)
+            sources[id(taken)] = (gate.condition, dest, value)
+            out.setdefault(alias.choice, []).append(taken)
     return out
+
+
+def _own_support(finding: Finding, outcome: Outcome, case: Case,
+                 sources: dict[int, tuple[Predicate, str, str]]) -> Outcome:
+    """A gate taken on through an alias is support only where it raises because
+    of the value the alias sets (``attention_backend == "fa3" and not sm100``
+    for ``fa3``), not merely because the alias's own test of the choice is in
+    its condition: a quantization method's gate that rejects every runner but
+    Marlin off Blackwell says nothing for the runner a hook resolves ``auto`` to."""
+    source = sources.get(id(finding))
+    if source is None or not outcome.positive:
+        return outcome
+    cond, dest, value = source
+    ctx = case.ctx
+    own = Context(arch=ctx.arch, options={**ctx.options, dest: value},
+                  quantization=ctx.quantization, env=ctx.env, installed=ctx.installed)
+    return outcome if raises_for(cond, own) else replace(outcome, positive=())
 
 
 def _companions(findings: list[Finding], choice: str, shared: Shared) -> dict[str, str]:
@@ -124,7 +147,8 @@ def _companions(findings: list[Finding], choice: str, shared: Shared) -> dict[st
 def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
                   global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
                   quantization: str | None, kernels: KernelJudge,
-                  about_sets: dict[int, frozenset[str]], shared: Shared) -> list[BackendVerdict]:
+                  about_sets: dict[int, frozenset[str]], shared: Shared,
+                  sources: dict[int, tuple[Predicate, str, str]]) -> list[BackendVerdict]:
     """The ladder: every rule's outcome for the choice on each arch, combined
     into one verdict: blocked, else unsupported, else supported, else unknown."""
     every = frozenset(option.choices)
@@ -147,10 +171,11 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     for arch in archs:
         case = Case(index, option, choice, arch, values.context(arch), all_archs, every, values,
                     quantization, about)
-        judged = [(finding, rule(finding, case)) for finding in findings
-                  if (rule := rule_for(finding)) is not None]
+        judged = [(finding, _own_support(finding, rule(finding, case), case, sources))
+                  for finding in findings if (rule := rule_for(finding)) is not None]
         if quantization is None:
             judged = checkpoint_decides(judged, case)
+        judged = every_path_fails(judged, case)
         outcomes = [outcome for _, outcome in judged]
         if quantization is not None:
             # a method-wide gate blocks or is a caveat; it is no choice's support

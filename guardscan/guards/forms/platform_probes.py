@@ -2,7 +2,9 @@
 
 What it recognises:
     ``hasattr(torch, "npu")`` (also ``xpu``, ``hpu``, ``mps``, ``musa``,
-    ``hip``; ``hasattr(torch, "cuda")`` is always true),
+    ``hip``; ``hasattr(torch, "cuda")`` is always true), ``hasattr(torch.version,
+    "musa")`` (also ``npu``, ``hpu``, ``mps``: only that platform's build of
+    torch has the attribute; ``hip`` it always has, set or ``None``),
     ``torch.cuda.is_available()`` (CUDA or ROCm), ``torch.xpu.is_available()``
     and the like, ``torch.version.hip`` (set on ROCm builds, so ``is not
     None`` / its truth say ROCm). Helpers of the tree built on them
@@ -36,6 +38,9 @@ __all__ = ["PLATFORM_NAMES", "PlatformProbes"]
 
 PLATFORM_NAMES = ("npu", "xpu", "hpu", "mps", "musa", "hip")
 
+#: ``torch.version`` attributes that only that platform's build of torch has
+_VERSION_ONLY_ON = ("musa", "npu", "hpu", "mps")
+
 _IMPORT = "import torch\n"
 
 
@@ -50,6 +55,9 @@ class PlatformProbes(GuardForm):
         Example(_IMPORT + "def is_hip():\n    return torch.version.hip is not None\n",
                 "not is_hip()", "TTTTTTTTT"),
         Example(_IMPORT, "torch.xpu.is_available() or torch.version.musa", "FFFFFFFFF"),
+        Example(_IMPORT, 'hasattr(torch.version, "musa") and torch.version.musa is not None',
+                "FFFFFFFFF"),
+        Example(_IMPORT, 'hasattr(torch.version, "hip")', "TTTTTTTTT"),
     )
     INVALID = (
         Example("import shutil\n", 'shutil.which("npu-smi") is not None'),
@@ -68,6 +76,12 @@ class PlatformProbes(GuardForm):
             if args[1].value in PLATFORM_NAMES:
                 return PredV(Platform(str(args[1].value)))
             if args[1].value == "cuda":
+                return ConstV(True)
+        if builtin_name(path) == "hasattr" and len(args) == 2 and isinstance(
+                args[0], ExtV) and isinstance(args[1], ConstV) and args[0].path == "torch.version":
+            if args[1].value in _VERSION_ONLY_ON:
+                return PredV(Platform(str(args[1].value)))
+            if args[1].value in ("hip", "cuda"):
                 return ConstV(True)
         return None
 
