@@ -16,14 +16,22 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fixturetree import describe_chain, fixture, line_of, run_scan, verdict_of, verdicts
+from fixturetree import (
+    describe_chain,
+    fixture,
+    line_of,
+    run_analysis,
+    run_scan,
+    verdict_of,
+    verdicts,
+)
 
 from guardscan.acquire import acquire
 from guardscan.guards import ChoiceV, ConstV, Vocabulary
 from guardscan.index import Index
 from guardscan.link import option_model
 from guardscan.options import build_catalog
-from guardscan.predicate import Context, OptionIs, QuantIs, Tri
+from guardscan.predicate import Context, OptionIs, Predicate, QuantIs, Tri
 from guardscan.results import ScanResult
 
 ARCHS = ("sm90", "sm100", "sm120")
@@ -340,3 +348,27 @@ def test_gates_that_each_hold_on_one_branch_together_block() -> None:
     assert at(name, hook, 'moe_runner_backend="x"') in [(e.path, e.line) for e in chain], \
         describe_chain(chain)
     assert row(result, "--moe-a2a-backend", "none") == "UUU"
+
+
+def test_a_named_modules_public_function_runs_where_its_callers_call_it() -> None:
+    """fixtures/flow_named_callers: ``x_moe.py`` is named for x, but its one
+    function is called only from the fused function registered for
+    ``--moe-a2a-backend deepep``; the v2 wrapper the method builds is reached
+    past a lazy initialiser's early exit (``getattr(layer, "_x_wrapper",
+    None) is not None``), under the method's own properties."""
+    analysis = run_analysis(fixture("flow_named_callers"), archs=["sm100"],
+                            option=["--moe-runner-backend"])
+    assert analysis.links is not None
+    calls: dict[str, list[Predicate]] = {}
+    for call in analysis.links.kernel_calls:
+        if call.option == "moe_runner_backend" and call.target.startswith("flashinfer."):
+            calls.setdefault(call.target, []).append(call.condition)
+    assert set(calls) == {"flashinfer.grouped_gemm_masked", "flashinfer.XMoEWrapper"}
+    plain = Context(options={"moe_runner_backend": "x", "moe_a2a_backend": "none"})
+    deepep = Context(options={"moe_runner_backend": "x", "moe_a2a_backend": "deepep"})
+    # found both in the module named for x and below the registered function
+    for masked in calls["flashinfer.grouped_gemm_masked"]:
+        assert (masked.evaluate(plain), masked.evaluate(deepep)) == (Tri.FALSE, Tri.TRUE)
+    # the wrapper: built unless the v1 path runs (``self._is_x_v1``, a property)
+    assert {(c.evaluate(plain), c.evaluate(deepep)) for c in calls["flashinfer.XMoEWrapper"]
+            } == {(Tri.TRUE, Tri.FALSE)}

@@ -76,3 +76,5 @@ def test_gates_cover_every_path_only_when_no_path_escapes_but_an_empty_one() -> 
     assert covers(branches) is None
     # an escape through a test that is not a count's zero is a real path
     assert covers([*branches, conj(neg(masked), neg(bf16), neg(Unknown("x is None")))]) is None
+    # rank 0 is a launch's common case, not an empty batch
+    assert covers([*branches, conj(neg(masked), neg(bf16), neg(Unknown("tp_rank == 0")))]) is None

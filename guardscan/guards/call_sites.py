@@ -118,6 +118,40 @@ class CallSites:
             return None
         func = facts.function(scope)
         assert func is not None
+        sites = self.sites(facts, func)
+        if sites is None:
+            return None
+        interp = self.interpreter
+        alternatives: list[tuple[Predicate, Value]] = []
+        for view, call in sites:
+            interp.stack.trail.append((view.rel, call.line))
+            where = interp.names.path_pred(view, view.rel, call.scope, call.path) \
+                if call.path else TRUE
+            alternatives.append((where, self._argument(facts, func, name, view, call)))
+        return AltV(tuple(alternatives))
+
+    def callers(self, rel: str, scope: str) -> tuple[tuple[str, str, int, Predicate], ...] | None:
+        """Every call of the module-level function ``scope`` of ``rel`` in the
+        tree: the caller's file, scope and line, and its branch tests there
+        (None: not such a function, no call at all, or a use that is not a
+        call this reader understands)."""
+        facts = self.interpreter.index.view(rel)
+        func = facts.function(scope) if facts is not None else None
+        if facts is None or func is None or func.cls or func.scope:
+            return None
+        sites = self.sites(facts, func)
+        if sites is None:
+            return None
+        names = self.interpreter.names
+        return tuple((view.rel, call.scope, call.line, names.path_pred(
+            view, view.rel, call.scope, call.path) if call.path else TRUE)
+            for view, call in sites)
+
+    def sites(self, facts: FactsView, func: FunctionFact,
+              ) -> list[tuple[FactsView, CallFact]] | None:
+        """The calls of ``func`` (a module-level function of ``facts``) in the
+        tree; None when there are none, too many, or a use of it is not a
+        call this reader understands."""
         ours = FuncV(facts.rel, func.qualname)
         interp = self.interpreter
         index = interp.index
@@ -153,13 +187,7 @@ class CallSites:
                     return None  # a call this reader cannot place
         if not sites or len(sites) > MAX_SITES:
             return None
-        alternatives: list[tuple[Predicate, Value]] = []
-        for view, call in sites:
-            interp.stack.trail.append((view.rel, call.line))
-            where = interp.names.path_pred(view, view.rel, call.scope, call.path) \
-                if call.path else TRUE
-            alternatives.append((where, self._argument(facts, func, name, view, call)))
-        return AltV(tuple(alternatives))
+        return sites
 
     def _binds(self, view: FactsView, func: FunctionFact, ours: FuncV) -> bool | None:
         """Whether the file's bare name ``func.name`` is the function (an import

@@ -19,7 +19,10 @@ so the branch taken on each arch can be told apart. Attributes set in more than
 one method keep the other methods' values under an undecided condition (which
 method ran last is not known here); an attribute never set reads as unknown.
 Read in the method that sets it, after its own unconditional assignment, the
-attribute is that assignment's value.
+attribute is that assignment's value. An attribute the class never assigns
+but defines in its own body as a ``@property`` is what the property returns
+(``self._is_cutedsl_v1_deepep``: ``is_flashinfer_cutedsl_v1_path()``; the
+interpreter's ``_own_property``).
 """
 
 from __future__ import annotations

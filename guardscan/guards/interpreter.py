@@ -20,7 +20,7 @@ from guardscan.guards.call_sites import CallSites
 from guardscan.guards.calls import FunctionCalls
 from guardscan.guards.choices import ChoiceValues
 from guardscan.guards.forms import first_predicate, first_value
-from guardscan.guards.instance_attrs import InstanceAttributes
+from guardscan.guards.instance_attrs import InstanceAttributes, enclosing_class
 from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.operators import Operators
 from guardscan.guards.option_tests import OptionModel, OptionTests
@@ -229,9 +229,24 @@ class Interpreter:
                 self.instance_attrs.value(rel, scope, attr, line)
             if held is None or isinstance(held, UnkV):
                 held = self.given_name(rel, scope, f"self.{attr}") or held
+            if held is None:
+                held = self._own_property(rel, scope, attr)
             if held is not None:
                 return held
         return self.attribute_of(self.value_of(node.value, rel, scope, line, env), attr)
+
+    def _own_property(self, rel: str, scope: str, attr: str) -> Value | None:
+        """``self.attr`` in a method, where the class never assigns it and
+        defines it as a ``@property`` in its own body: the property's value
+        (``self._is_cutedsl_v1_deepep`` returning ``is_flashinfer_cutedsl_v1_path()``)."""
+        facts = self.index.view(rel)
+        cls = enclosing_class(facts, scope) if facts is not None else ""
+        if facts is None or not cls:
+            return None
+        func = self.tables.class_function(facts, cls, attr)
+        if func is None or not any(d.endswith("property") for d, _ in func.decorators):
+            return None
+        return self.names.instance_method(InstanceV(rel, cls), attr)
 
     def attribute_of(self, base: Value, attr: str) -> Value:
         """``base.attr``; of a value that depends on conditions, the attribute

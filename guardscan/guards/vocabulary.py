@@ -140,6 +140,8 @@ class Vocabulary:
         try:
             if kind == "p":
                 self.predicate(text, rel, scope, line, report=False)
+            elif kind == "c":
+                self.callers(rel, scope)
             else:
                 self.value(text, rel, scope, line)
         finally:
@@ -219,6 +221,19 @@ class Vocabulary:
             diagnostic = make_diagnostic(rel, line, "unresolved-guard", text=short(text),
                                          reason=reason)
         return Resolved(pred, trail), diagnostic
+
+    def callers(self, rel: str, scope: str) -> tuple[tuple[str, str, int, Predicate], ...] | None:
+        """Every call in the tree of the module-level function ``scope`` of
+        ``rel``, with its branch tests in the caller (``CallSites.callers``;
+        None: not every use of it is a call this reader understands)."""
+        def compute() -> tuple[tuple[tuple[str, str, int, Predicate], ...] | None, None]:
+            try:
+                return self._interpreter.call_sites.callers(rel, scope), None
+            except RecursionError:
+                self._stack.too_deep()
+                return None, None
+        return self.ask(("c", "", rel, scope, 0), compute,  # type: ignore[return-value]
+                        report=False)
 
     def module_symbol(self, module: str, name: str) -> Value:
         rel = self._interpreter.tables.rel_of(module)

@@ -118,7 +118,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     dicts = DictRegistries(ctx, registered)
     for rel in tables:
         links.add(units.unit(("table", rel), partial(dicts.scan, rel)))
-    named = NamedModules(ctx, conditions)
+    named = NamedModules(ctx, conditions, registered, quant)
     for dest, choice, rel in named.modules():
         links.add(units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel)))
     links.findings.extend(help_claims(options))

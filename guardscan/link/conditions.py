@@ -31,7 +31,9 @@ from guardscan.predicate import (
 
 __all__ = ["MAX_DEFINITION_HOPS", "Conditions", "option_atoms"]
 
-_MISSING_VALUE_CHECK = re.compile(r"^\s*[\w.]+\s+is\s+(?:not\s+)?None\s*$")
+_MISSING_VALUE_CHECK = re.compile(
+    r"^\s*(?:[\w.]+|getattr\(\s*[\w.]+\s*,\s*(?:'\w+'|\"\w+\")\s*,\s*None\s*\))"
+    r"\s+is\s+(?:not\s+)?None\s*$")
 
 #: Definition lines shown per guard (the closest first: the rest is in the graph).
 MAX_DEFINITION_HOPS = 4
@@ -72,7 +74,8 @@ class Conditions:
         exists to reach the option's own branch. Likewise a guard clause for a
         missing value (``if quant_config is None: return``) is taken as passed,
         and so is a lazy initialiser's early exit (``if self._wrapper is not
-        None: return``): what follows runs the first time.
+        None: return``, ``if getattr(layer, "_wrapper", None) is not None:
+        return``): what follows runs the first time.
         Both err toward finding a gate, never toward calling a choice supported.
         """
         parts = []

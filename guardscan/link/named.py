@@ -5,7 +5,12 @@
 option. In such a module: device tests that pick between two implementations
 are ``select`` findings; names bound only under a device guard and used
 outside it are ``import`` findings; calls into the kernel library are the
-choice's own ``KernelCall``\\ s.
+choice's own ``KernelCall``\\ s. A method or a function nothing in the tree
+calls is an entry point, run for the choice; a public function that the tree
+calls, and uses in no other way, runs only where its callers call it (their
+branch tests, the registration of the function that calls it, the
+quantization methods that run that code): ``layers/moe/flashinfer_cutedsl_moe.py``
+holds the DeepEP-only v1 path of ``flashinfer_cutedsl``.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
 from guardscan.link.ifexp import conditional_calls
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
-from guardscan.link.regions import dest_tokens
+from guardscan.link.regions import dest_tokens, renamed
 from guardscan.predicate import (
+    And,
     Const,
     Device,
+    Not,
     OptionIs,
+    Or,
     Predicate,
     Unknown,
     atoms,
@@ -36,14 +44,20 @@ from guardscan.syntax import parse_expr
 if TYPE_CHECKING:
     from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
+    from guardscan.link.quantization import QuantizationMethods
+    from guardscan.link.regions import RegisteredRegions
 
 __all__ = ["NamedModules"]
 
 
 class NamedModules:
-    def __init__(self, ctx: LinkContext, conditions: Conditions) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions,
+                 registered: RegisteredRegions | None = None,
+                 quant: QuantizationMethods | None = None) -> None:
         self.ctx = ctx
         self.conditions = conditions
+        self.registered = registered
+        self.quant = quant
         self._ifexp: dict[str, dict[int, list[tuple[str, str, bool]]]] = {}
 
     def modules(self) -> list[tuple[str, str, str]]:
@@ -118,14 +132,14 @@ class NamedModules:
                 # a wrapper elsewhere in the tree (``kernels/ops/.../flash_mla_interface``):
                 # the kernel calls it makes are the choice's, one level down
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
-                            self._called_when(facts, call.scope))
+                            self._called_when(facts, call.scope, dest))
                 hops = (link, Hop(rel, call.line, HopRole.CALL, call.func))
                 self._wrapper_kernel_calls(dest, choice, callee, cond, hops, out)
                 self._wrapper_gates(dest, callee, cond, hops, out)
                 continue
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
-                            self._called_when(facts, call.scope))
+                            self._called_when(facts, call.scope, dest))
                 out.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
@@ -174,12 +188,17 @@ class NamedModules:
                 (*hops, *conditions.guard_hops(facts, path, scope, line)), option=dest,
                 text=text))
 
-    def _called_when(self, facts: FactsView, scope: str) -> Predicate:
+    def _called_when(self, facts: FactsView, scope: str, dest: str) -> Predicate:
         """When a private function of the module (``_forward_trtllm``) runs: the
         paths of its calls in the module (``if self.decode_impl == "trtllm":
-        return self._forward_trtllm(...)``), one level up. Public functions and
-        methods are the module's entry points, run for the choice."""
+        return self._forward_trtllm(...)``), one level up. Methods are the
+        module's entry points, run for the choice; so is a public function,
+        unless every use of it in the tree is a call: then it runs where its
+        callers call it (``flashinfer_cutedsl_moe_masked`` only from the
+        function registered for ``--moe-a2a-backend deepep``)."""
         name = scope.rsplit(".", 1)[-1]
+        if scope and "." not in scope and not name.startswith("_"):
+            return self._callers_call(facts.rel, scope, dest)
         if not scope or not name.startswith("_") or name.startswith("__"):
             return Const(True)
         sites = [c for c in facts.calls if c.scope != scope and (
@@ -192,6 +211,43 @@ class NamedModules:
             Unknown(test) if in_body else neg(Unknown(test))
             for called, test, in_body in branches.get(c.line, ()) if called == name))
             for c in sites))
+
+    def _callers_call(self, rel: str, scope: str, dest: str) -> Predicate:
+        """Where a public function of a module named for a choice is called:
+        each call's branch tests, under the registration of the function
+        that makes it (``@register_fused_func("deepep", "x")``) or of the
+        quantization methods that run it; TRUE when a use of it is not a
+        call this reader places. Only the callers' tests of options, methods
+        and the device narrow it: a test of the data (``isinstance(quant_info,
+        Fp4Info)``) is taken as passing, as for any entry point. For a twin option
+        (``--speculative-moe-runner-backend``) the callers' tests of the
+        option it twins read as tests of the twin: the same code serves it."""
+        sites = self.ctx.vocab.callers(rel, scope)
+        if sites is None:
+            return Const(True)
+        pred = disj(*(conj(self._in_method(caller, within, may_hold(where)),
+                           self._registered_when(caller, within))
+                      for caller, within, _, where in sites))
+        if self.registered is not None:
+            main = min([dest, *self.registered.twins(dest)], key=lambda d: (len(d), d))
+            if main != dest:
+                pred = renamed(pred, main, dest)
+        return pred
+
+    def _in_method(self, rel: str, scope: str, where: Predicate) -> Predicate:
+        """A call's branch tests, where it lies in a quantization method's code:
+        under the methods that run it (``QuantizationMethods.qualify``)."""
+        return self.quant.qualify(rel, scope, where) if self.quant is not None else where
+
+    def _registered_when(self, rel: str, scope: str) -> Predicate:
+        """The registrations a function of ``rel`` runs under (its own, or its
+        enclosing function's; each twin option's), TRUE when it has none."""
+        if self.registered is None or not scope:
+            return Const(True)
+        top = scope.split(".", 1)[0]
+        regions = [region for _, _, qualname, _, region, _ in self.registered.regions(rel)
+                   if qualname in (scope, top)]
+        return disj(*regions) if regions else Const(True)
 
     def _conditional_calls(self, rel: str) -> dict[int, list[tuple[str, str, bool]]]:
         """The calls of ``rel`` in a branch of a conditional expression (its
@@ -252,3 +308,37 @@ class NamedModules:
 def _exclusive(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Do two paths take opposite sides of some branch?"""
     return any(-i in b for i in a)
+
+
+def may_hold(pred: Predicate) -> Predicate:
+    """``pred`` with each undecidable test taken the way that lets it hold
+    (``Unknown`` atoms TRUE, or FALSE under a ``not``): what it says of
+    options, methods and the device only.
+
+    >>> from guardscan.predicate import OptionIs
+    >>> deepep = OptionIs("moe_a2a_backend", frozenset({"deepep"}))
+    >>> may_hold(conj(deepep, neg(Unknown("x is None")))) == deepep
+    True
+    >>> may_hold(neg(disj(Unknown("cached"), deepep))).describe()
+    'not moe_a2a_backend == deepep'
+    >>> may_hold(neg(conj(Unknown("cached"), deepep))).describe()
+    'always'
+    """
+    if isinstance(pred, And):
+        return conj(*(may_hold(p) for p in pred.items))
+    if isinstance(pred, Or):
+        return disj(*(may_hold(p) for p in pred.items))
+    if isinstance(pred, Not):
+        return neg(_may_fail(pred.item))
+    return Const(True) if isinstance(pred, Unknown) else pred
+
+
+def _may_fail(pred: Predicate) -> Predicate:
+    """``pred`` with each undecidable test taken the way that lets it fail."""
+    if isinstance(pred, And):
+        return conj(*(_may_fail(p) for p in pred.items))
+    if isinstance(pred, Or):
+        return disj(*(_may_fail(p) for p in pred.items))
+    if isinstance(pred, Not):
+        return neg(may_hold(pred.item))
+    return Const(False) if isinstance(pred, Unknown) else pred

@@ -20,10 +20,10 @@ from guardscan.syntax import parse_expr
 if TYPE_CHECKING:
     from guardscan.link.context import LinkContext
 
-__all__ = ["RegisteredRegions", "dest_tokens"]
+__all__ = ["RegisteredRegions", "dest_tokens", "renamed"]
 
 
-def _renamed(region: Predicate, dest: str, twin: str) -> Predicate:
+def renamed(region: Predicate, dest: str, twin: str) -> Predicate:
     """``region`` with its tests of option ``dest`` read as tests of ``twin``."""
     return substitute(region, lambda atom: OptionIs(twin, atom.choices) if isinstance(
         atom, OptionIs) and atom.option == dest else None)
@@ -84,7 +84,7 @@ class RegisteredRegions:
                     found.append((dest, choice, qualname, line, region, owned))
                     for twin in self.twins(dest):
                         found.append((twin, choice, qualname, line,
-                                      _renamed(region, dest, twin), owned))
+                                      renamed(region, dest, twin), owned))
         return found
 
     def twins(self, dest: str) -> list[str]:

@@ -21,7 +21,9 @@ Known limits
     most ``MAX_TESTS`` undecided tests, else nothing is combined. A path that
     escapes every gate only where a count is zero (``if all_tokens == 0:
     return``, an empty batch) does no work: the verdict is ``blocked``, with
-    the escape in its conditions. Only gates that test the device take part,
+    the escape in its conditions. A count is read from its text (a size, a
+    length, a number of tokens, ``x.shape[0]``, a one-letter dimension); a
+    zero rank or index (``tp_rank == 0``) is a real path, and stops it. Only gates that test the device take part,
     so code that fails on every arch alike is never combined into a verdict
     here.
 Example
@@ -60,8 +62,12 @@ __all__ = ["MAX_TESTS", "covers", "every_path_fails", "uncovered"]
 #: the most undecided tests whose outcomes are tried together (2**n paths)
 MAX_TESTS = 10
 
-#: a test that a count is zero: the empty input, which a runner returns early for
-_ZERO = re.compile(r"^[A-Za-z_][\w.]*(\[[^\]]*\]|\(\))* == 0$")
+#: a test that a count is zero (the empty input, which a runner returns early
+#: for): a size, a length, a number of tokens, a one-letter GEMM dimension;
+#: never a rank or an index, whose zero is the common case (``tp_rank == 0``)
+_ZERO = re.compile(
+    r"^(?:[\w.]*(?:tokens|num_\w*|len|size|count|batch\w*)|(?:[\w.]+\.)?[mMnN]|"
+    r"[\w.]+\.numel\(\)|[\w.]+\.shape\[\d+\]|[\w.]+\.size\(\d*\)) == 0$")
 
 
 def every_path_fails(judged: Sequence[tuple[Finding, Outcome]], case: Case,
@@ -144,6 +150,9 @@ def uncovered(parts: Sequence[Predicate]) -> list[dict[Unknown, bool]] | None:
     []
     >>> [{t.reason: v for t, v in w.items()} for w in uncovered([masked, bf16])]
     [{'masked': False, 'bf16': False}]
+    >>> [bool(_ZERO.match(t)) for t in ("all_tokens == 0", "m == 0", "x.shape[0] == 0",
+    ...                                  "tp_rank == 0", "layer_id == 0", "x == 0")]
+    [True, True, True, False, False, False]
     """
     tests: list[Unknown] = []
     for part in parts:
