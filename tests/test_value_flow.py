@@ -333,8 +333,8 @@ def test_gates_that_each_hold_on_one_branch_together_block() -> None:
     wrapper = "sglang/srt/layers/gemm_wrapper/entrypoint.py"
     assert row(result, "--moe-runner-backend", "x") == "UUB"
     judged = verdict_of(result, "x", "sm120", "--moe-runner-backend")
-    assert judged.conditions == ("not blocked when all_tokens == 0 or m == 0 "
-                                 "(no rows to compute)",)
+    escape = "not blocked when all_tokens == 0 or m == 0 (no rows to compute)"
+    assert judged.conditions == (escape,)
     gates = {(e.path, e.line) for e in judged.evidence if e.role == "gate"}
     assert gates == {at(name, wrapper, f"jit_gemm.m_grouped_{kind}(")
                      for kind in ("fp8_contig", "bf16_contig", "fp8_masked", "bf16_masked")}
