@@ -274,3 +274,25 @@ def test_059_modelopt_fp4_moe_method_gate(analysis_059_modelopt_fp4: Any) -> Non
     for choice, verdict_value in expected.items():
         sm120 = _verdict(analysis_059_modelopt_fp4, "--moe-runner-backend", choice, "sm120")
         assert sm120.verdict.value == verdict_value, _show(sm120)
+
+
+def test_a_method_only_a_checkpoint_names_is_a_condition_of_its_own() -> None:
+    """fixtures/quant_checkpoint_method: ``m3_fp4`` is in the method table but
+    not a ``--quantization`` choice (SGLang selects it from the checkpoint's
+    quant_method, as it does ``minimax_m3_nvfp4``). Its MoE method needs SM100
+    unless the runner is Marlin: without ``--quantization`` that is a
+    condition worded for the checkpoint; under another method it is gone."""
+    tree = fixture("quant_checkpoint_method")
+    plain = run_scan(tree, archs=["sm90", "sm100"], option=[MOE])
+    verdicts = {(b.choice, b.arch): b for b in plain.backends}
+    assert verdicts[("cutlass", "sm90")].verdict.value == "unknown"
+    assert verdicts[("cutlass", "sm90")].conditions == (
+        "blocked with --quantization mxfp4", "blocked with a m3_fp4 checkpoint")
+    assert verdicts[("cutlass", "sm100")].conditions == ()
+    # Marlin is the method's own way out
+    assert "blocked with a m3_fp4 checkpoint" not in verdicts[("marlin", "sm90")].conditions
+    nvfp4 = run_scan(tree, archs=["sm90", "sm100"], option=[MOE], quantization="nvfp4")
+    m3 = "sglang/srt/layers/quantization/m3_fp4.py"
+    for verdict in nvfp4.backends:
+        assert m3 not in {e.path for e in verdict.evidence}, verdict
+        assert not any("m3_fp4" in c for c in verdict.conditions), verdict

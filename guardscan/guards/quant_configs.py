@@ -82,14 +82,17 @@ ABSENT = UnkV("attribute never set")
 
 
 def read_method_tables(index: Index, class_at: Callable[[ast.expr, str, str, int], Value],
-                       methods: set[str], option_path: str,
+                       methods: set[str], option_path: str, others: bool = False,
                        ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """Each method's config class from the method tables (``TABLE = {"fp8":
     Fp8Config}``, ``TABLE.update({...})``) of the option's own runtime:
     (method -> (rel, class), method -> the table's file). Another runtime in
     the same wheel (``sglang/multimodal_gen`` beside ``sglang/srt``) has its
     own tables; where several tables name a method, the one nearest the
-    option's definition wins."""
+    option's definition wins. ``others``: also the table's other string keys,
+    in a table that names at least two of ``methods`` (a method a checkpoint
+    selects by its ``quant_method`` that the flag does not offer:
+    ``minimax_m3_nvfp4``)."""
     methods_of: dict[str, tuple[str, str]] = {}
     table_of: dict[str, str] = {}
     runtime_depth = min(2, len(option_path.split("/")) - 1)
@@ -106,8 +109,10 @@ def read_method_tables(index: Index, class_at: Callable[[ast.expr, str, str, int
             node = parse_expr(text)
             if not isinstance(node, ast.Dict):
                 continue
+            named = sum(isinstance(k, ast.Constant) and k.value in methods for k in node.keys)
             for key, val in zip(node.keys, node.values):
-                if not (isinstance(key, ast.Constant) and key.value in methods):
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and (
+                        key.value in methods or others and named >= 2)):
                     continue
                 cls = class_at(val, rel, scope, line)
                 if not isinstance(cls, ClassV):

@@ -123,6 +123,8 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         links.add(units.unit(("named", dest, choice, rel), partial(named.scan, dest, choice, rel)))
     links.findings.extend(help_claims(options))
     links.quant_methods = dict(quant.methods)
+    links.checkpoint_methods = frozenset(quant.methods) - frozenset(
+        quantization.choices if quantization is not None else ())
     links.unset = unset_twins(options)
     # while judging, the other options and the mode options hold their defaults
     links.defaults = default_choices([*options, *modes])

@@ -156,6 +156,8 @@ class Links:
     kernel_calls: list[KernelCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     quant_methods: dict[str, tuple[str, str]] = field(default_factory=dict)  # method -> (rel, class)
+    #: methods a checkpoint selects that ``--quantization`` does not offer
+    checkpoint_methods: frozenset[str] = frozenset()
     #: dest -> the options taken as not given while judging it: its twins
     #: (the same choices) whose default is unset, which fall back to it
     #: (``--prefill-attention-backend`` while judging ``--attention-backend``)

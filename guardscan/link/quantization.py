@@ -1,7 +1,10 @@
 """link (quantization): each ``--quantization`` method's config class, its threshold and its code.
 
 The method tables (``{"fp8": Fp8Config, ...}``, ``TABLE.update({...})``) in the
-option's own runtime map each method to its config class; the loader's
+option's own runtime map each method to its config class (with the keys a
+table holds beside the flag's choices: methods SGLang takes from a
+checkpoint's ``quant_method`` alone, ``minimax_m3_nvfp4``, kept in
+``Links.checkpoint_methods``); the loader's
 ``capability < quant_config.get_min_capability()`` check, read through each
 class, gives a ``quant-gate`` per method. Each method's path
 (``link.method_paths``) says which code of the quantization directories it
@@ -81,7 +84,9 @@ class QuantizationMethods:
         index, vocab, methods_of = self.ctx.index, self.ctx.vocab, self.methods
         methods = set(quantization.choices)
         threshold_methods = self._threshold_methods()
-        found, table_of = read_method_tables(index, vocab.value_at, methods, quantization.path)
+        # with the methods only a checkpoint names: their code runs under them alone
+        found, table_of = read_method_tables(index, vocab.value_at, methods, quantization.path,
+                                             others=True)
         methods_of.update(found)
         self._table_of.update(table_of)
         for method, (crel, cqual) in sorted(methods_of.items()):

@@ -57,7 +57,7 @@ from guardscan.predicate import (
 from guardscan.results import Evidence, Role
 from guardscan.verdict.chain import finding_evidence
 from guardscan.verdict.model import Case, Outcome
-from guardscan.verdict.values import Shared
+from guardscan.verdict.values import Shared, method_condition
 
 __all__ = ["checkpoint_decides", "methods_of"]
 
@@ -107,7 +107,8 @@ def checkpoint_decides(judged: Sequence[tuple[Finding, Outcome]], case: Case,
             outcome = replace(outcome, blocking=(), caveats=(
                 *outcome.caveats, *_shown(outcome.blocking, FactKind.GATE, note)),
                 conditions=(*outcome.conditions,
-                            *(f"blocked with --quantization {m}" for m in sorted(gated))))
+                            *(method_condition(m, case.values.shared.checkpoint_methods)
+                              for m in sorted(gated))))
         out.append((finding, outcome))
     if not demoted:
         return out
@@ -140,7 +141,7 @@ def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
     >>> from guardscan.arch import parse_arch
     >>> from guardscan.predicate import Device, conj, neg
     >>> from guardscan.results import OptionInfo
-    >>> from guardscan.verdict.values import Shared, Values
+    >>> from guardscan.verdict.values import Shared, method_condition, Values
     >>> marlin = OptionIs("moe_runner_backend", frozenset({"marlin"}))
     >>> triton = OptionIs("moe_runner_backend", frozenset({"triton"}))
     >>> nvfp4 = QuantIs(frozenset({"nvfp4"}))

@@ -62,7 +62,8 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     # sets only this flag), and its twins that fall back to it are not given
     unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
     unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
-    shared = Shared(option.dest, unset, links.modes, kernels.installed())
+    shared = Shared(option.dest, unset, links.modes, kernels.installed(),
+                    links.checkpoint_methods)
     out: list[BackendVerdict] = []
     for choice in option.choices:
         old = memo.reuse(option.dest, choice) if memo is not None else None

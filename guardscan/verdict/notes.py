@@ -39,6 +39,12 @@ def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[Sc
                                              key=lambda name: parse_arch(name)),
                                       where or f"{finding.rel}:{finding.line}")
     for method, (names, where) in sorted(per_method.items()):
+        if method in links.checkpoint_methods:
+            # only a checkpoint names it: no flag to judge under
+            notes.append(ScanNote(
+                "quantization", f"a {method} checkpoint is rejected on {', '.join(names)} "
+                f"whatever the backend ({where})", method=method))
+            continue
         notes.append(ScanNote(
             "quantization", f"--quantization {method} is rejected on {', '.join(names)} "
             f"whatever the backend ({where}; use --quantization {method} to judge choices "

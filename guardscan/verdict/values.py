@@ -27,7 +27,7 @@ from guardscan.predicate_dag import residual
 from guardscan.predicate_dag import value as _value
 from guardscan.results import OptionInfo
 
-__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'holding', 'possible', 'raises_for', 'specific', 'undecided_atoms']
+__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'holding', 'method_condition', 'possible', 'raises_for', 'specific', 'undecided_atoms']
 
 
 def possible(pred: Predicate, ctx: Context) -> bool:
@@ -120,6 +120,20 @@ def raises_for(cond: Predicate, ctx: Context, positive: bool = True) -> bool:
     return positive and isinstance(cond, OptionIs) and cond.evaluate(ctx) is Tri.TRUE
 
 
+def method_condition(method: str, checkpoint_methods: frozenset[str],
+                     verdict: str = "blocked") -> str:
+    """The condition a method's gate gives: ``blocked with --quantization
+    mxfp4``; for a method only a checkpoint names (its ``quant_method``, not a
+    ``--quantization`` choice), ``blocked with a minimax_m3_nvfp4 checkpoint``.
+
+    >>> method_condition("mxfp4", frozenset()), method_condition("m3", frozenset({"m3"}))
+    ('blocked with --quantization mxfp4', 'blocked with a m3 checkpoint')
+    """
+    if method in checkpoint_methods:
+        return f"{verdict} with a {method} checkpoint"
+    return f"{verdict} with --quantization {method}"
+
+
 def env_alternatives(atom: EnvIs) -> list[str]:
     """Values to try for an environment variable besides its default: ``0``,
     ``1`` and the values the code compares it with, one for each answer the
@@ -139,9 +153,12 @@ class Shared:
 
     def __init__(self, dest: str, unset: dict[str, str] | None = None,
                  modes: dict[str, tuple[str, tuple[str, ...]]] | None = None,
-                 installed: frozenset[str] = frozenset()) -> None:
+                 installed: frozenset[str] = frozenset(),
+                 checkpoint_methods: frozenset[str] = frozenset()) -> None:
         self.dest = dest
         self.installed = installed
+        #: methods only a checkpoint names (``--quantization`` does not offer them)
+        self.checkpoint_methods = checkpoint_methods
         self.unset = unset or {}
         self.modes = modes or {}
         self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
@@ -291,7 +308,8 @@ class Values:
                                     arch=arch, options=ctx.options, quantization=method,
                                     installed=ctx.installed)) is Tri.TRUE
                             if raises[method]:
-                                methods.append(f"blocked with --quantization {method}")
+                                methods.append(method_condition(
+                                    method, self.shared.checkpoint_methods))
                 # another choice's gate (open only through other options), or
                 # undecided on every arch alike: not architecture evidence. A
                 # mode's default does not make it evidence: code testing a
