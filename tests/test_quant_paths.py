@@ -5,7 +5,9 @@ gate on the option, another method's code), and the cases of real releases."""
 
 from __future__ import annotations
 
+import shutil
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -276,13 +278,44 @@ def test_059_modelopt_fp4_moe_method_gate(analysis_059_modelopt_fp4: Any) -> Non
         assert sm120.verdict.value == verdict_value, _show(sm120)
 
 
-def test_a_method_only_a_checkpoint_names_is_a_condition_of_its_own() -> None:
-    """fixtures/quant_checkpoint_method: ``m3_fp4`` is in the method table but
-    not a ``--quantization`` choice (SGLang selects it from the checkpoint's
-    quant_method, as it does ``minimax_m3_nvfp4``). Its MoE method needs SM100
-    unless the runner is Marlin: without ``--quantization`` that is a
-    condition worded for the checkpoint; under another method it is gone."""
-    tree = fixture("quant_checkpoint_method")
+_M3 = '''"""A method only a checkpoint selects (shaped like minimax_m3_nvfp4.py): its
+MoE experts need SM100 unless the runner is Marlin, for every runner."""
+
+from sglang.srt.layers.quantization.base_config import FusedMoEMethodBase, QuantizationConfig
+from sglang.srt.utils import get_server_args, is_sm100_supported
+
+
+class M3Fp4Config(QuantizationConfig):
+    def get_quant_method(self, layer, prefix):
+        return M3Fp4MoEMethod(self)
+
+
+class M3Fp4MoEMethod(FusedMoEMethodBase):
+    def __init__(self, quant_config):
+        self.quant_config = quant_config
+        self.use_marlin = get_server_args().moe_runner_backend == "marlin"
+        if not self.use_marlin and not is_sm100_supported():
+            raise ValueError("M3 FP4 experts need SM100 or the Marlin runner")
+'''
+
+
+def test_a_method_only_a_checkpoint_names_is_a_condition_of_its_own(tmp_path: Path) -> None:
+    """fixtures/quant_method_paths with a third key in its method table,
+    ``m3_fp4``, that is not a ``--quantization`` choice (SGLang selects it from
+    the checkpoint's quant_method, as it does ``minimax_m3_nvfp4``). Its MoE
+    method needs SM100 unless the runner is Marlin: without
+    ``--quantization`` that is a condition worded for the checkpoint; under
+    another method it is gone."""
+    tree = tmp_path / "tree"
+    shutil.copytree(fixture("quant_method_paths"), tree)
+    quant = tree / "sglang/srt/layers/quantization"
+    (quant / "m3_fp4.py").write_text(_M3)
+    table = quant / "__init__.py"
+    table.write_text("from sglang.srt.layers.quantization.m3_fp4 import M3Fp4Config\n" +
+                     table.read_text().replace('    "mxfp4": Mxfp4Config,\n',
+                                               '    "mxfp4": Mxfp4Config,\n'
+                                               '    "m3_fp4": M3Fp4Config,\n'))
+    assert "m3_fp4" in table.read_text()
     plain = run_scan(tree, archs=["sm90", "sm100"], option=[MOE])
     verdicts = {(b.choice, b.arch): b for b in plain.backends}
     assert verdicts[("cutlass", "sm90")].verdict.value == "unknown"
