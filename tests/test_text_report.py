@@ -295,6 +295,39 @@ def test_a_caveat_every_choice_shares_is_said_once() -> None:
     ]
 
 
+def test_choices_whose_names_do_not_fit_are_the_other_marked_ones() -> None:
+    """When the choices that may still raise, each for its own place, are
+    every marked choice that no line above names, and naming them would wrap,
+    the line says "the other choices marked *" (the try line's stars name them)."""
+    from guardscan.evidence import FactKind, Status, args_of
+
+    def could_raise(path: str, line: int) -> Evidence:
+        return Evidence.of(path, line, "gate", "raise ValueError(...)", FactKind.GATE,
+                           args_of(effect="could-raise", arch="sm120", undecided="model"),
+                           Status.CAVEAT)
+
+    flag = "--moe-runner-backend"
+    names = ("experimental_runner_alpha", "experimental_runner_beta",
+             "experimental_runner_gamma", "experimental_runner_delta", "triton")
+    result = ScanResult("0.1.0", PackageRef("sglang", "0.5.23", "/x/sglang"), archs=["sm120"],
+                        options=[OptionInfo(flag, "moe_runner_backend", names,
+                                            "sglang/srt/server_args.py", 5, default='"auto"')])
+    result.backends = [
+        BackendVerdict(flag, name, "sm120", None, Verdict.UNKNOWN,
+                       (could_raise(f"sglang/srt/layers/moe/{name}.py", 10 + i),))
+        for i, name in enumerate(names[:4])]
+    result.backends.append(BackendVerdict(flag, "triton", "sm120", None, Verdict.UNKNOWN, ()))
+    lines = text(result).splitlines()
+    assert [line for line in lines if line.startswith("  *")] == [
+        "  *      the other choices marked *: may still raise (where: guardscan explain)"]
+    # one of them: named (its place does not fit: explain shows it)
+    result.backends[1:4] = [
+        BackendVerdict(flag, name, "sm120", None, Verdict.UNKNOWN, ()) for name in names[1:4]]
+    lines = text(result).splitlines()
+    assert [line for line in lines if line.startswith("  *")] == [
+        "  *      experimental_runner_alpha: may still raise (where: guardscan explain)"]
+
+
 def test_the_founding_question_fits_on_a_screen() -> None:
     """Issue 23: the sm120 report of sglang 0.5.23 under ``--quantization
     modelopt_fp4`` is at most 60 lines, leads with the MoE runner and the FP4

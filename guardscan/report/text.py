@@ -317,13 +317,18 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         if len(raising) > 1:  # a place that does not fit on the line: explain shows it
             raising = min(raising, wrap(_raising_words(group, place=False),
                                         f"{indent}*      ", rest), key=len)
+        if len(raising) > 1:  # names that do not fit: the marks above say which
+            raising = min(raising, wrap(_raising_words(group, place=False, names=False),
+                                        f"{indent}*      ", rest), key=len)
         out.extend(raising)
     return out
 
 
-def _raising_words(group: ArchGroup, place: bool = True) -> str:
+def _raising_words(group: ArchGroup, place: bool = True, names: bool = True) -> str:
     """One entry for every choice of the group that may still raise: who, and
-    where (``place``; else ``guardscan explain`` shows each place)."""
+    where (``place``; else ``guardscan explain`` shows each place). Without
+    ``names``, choices that are every marked choice no line above names read
+    "the other choices marked *"."""
     who: list[str] = []
     own: list[str] = []
     places: dict[tuple[str, int], None] = {}
@@ -338,6 +343,9 @@ def _raising_words(group: ArchGroup, place: bool = True) -> str:
         places.update(((c.path, c.line), None) for c in marker.caveats)
         if marker.choice not in covered:
             own.append(marker.choice)
+    unnamed = [m.choice for m in group.markers if not m.conditions]
+    if not names and not who and len(own) > 1 and own == unnamed:
+        own = ["the other choices marked *"]
     # "every choice but a; a": a group and a choice it leaves out stay apart
     said = "; ".join([*who, *([", ".join(own)] if own else [])])
     if not said:
