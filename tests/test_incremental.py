@@ -443,3 +443,34 @@ def test_a_new_use_in_a_file_never_read_unbinds_the_parameter(tmp_path: Path) ->
     assert {b.verdict for b in after.result.backends
             if b.choice == "cutlass" and b.arch == "sm120"} == {"unknown"}
     assert _json(after) == _fresh(root, tmp_path)
+
+
+def test_a_reanalysis_reads_unchanged_files_text_answers_from_the_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a text reader answered of a file's bytes (``Index.text_answer``:
+    the functions whose return names an option, for the candidate files) is
+    taken from the earlier scan's record for every file whose bytes are the
+    same: after a guard edit the reader is asked of the changed file only,
+    and the result is what a scan from scratch gives."""
+    from guardscan.link import collect
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "roles_gate", root)
+    cache = tmp_path / "cache"
+    _analyse(root, cache)
+    asked: list[int] = []
+    reader = collect.returned_words
+
+    def counted(data: bytes) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        asked.append(len(data))
+        return reader(data)
+
+    counted.__module__, counted.__qualname__ = reader.__module__, reader.__qualname__
+    monkeypatch.setattr(collect, "returned_words", counted)
+    changed = root / "sglang/srt/server_args.py"
+    assert _edit(changed, "raising-helper")
+    after = _analyse(root, cache)
+    assert not after.cache.startswith("reused"), after.cache
+    assert asked == [len(changed.read_bytes())]
+    monkeypatch.setattr(collect, "returned_words", reader)
+    assert _json(after) == _fresh(root, tmp_path)

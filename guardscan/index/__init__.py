@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -79,6 +79,9 @@ class Index:
         #: same as then: pattern -> (files asked, files matched). See ``reuse``.
         self._prior: dict[bytes, tuple[set[str], set[str]]] = {}
         self._unchanged: frozenset[str] = frozenset()
+        #: what an earlier scan read of each file (``seen``), for the answers
+        #: of ``text_answer`` on files in ``_unchanged``. See ``reuse_reads``.
+        self._prior_seen: Mapping[str, Iterable[tuple[Any, ...]]] = {}
         #: called once the first ``prefetch`` is done (the cores are free again)
         self.after_prefetch: Callable[[], None] | None = None
         self.by_module: dict[str, str] = {}
@@ -96,6 +99,12 @@ class Index:
             asked, matched = self._prior.setdefault(pattern, (set(), set()))
             asked.update(within if within is not None else self.tree.files)
             matched.update(matches)
+
+    def reuse_reads(self, seen: Mapping[str, Iterable[tuple[Any, ...]]]) -> None:
+        """Answer ``text_answer`` from an earlier scan's reads (its ``seen``)
+        for the files in ``_unchanged`` (see ``reuse``): a reader's answer of
+        the same bytes is the same, and the file need not be read again."""
+        self._prior_seen = seen
 
     # -- raw text ------------------------------------------------------------------
     def data(self, rel: str) -> bytes | None:
@@ -130,10 +139,19 @@ class Index:
         found: _Answer
         if key in self._text_answers:
             found = cast(_Answer, self._text_answers[key])
+        elif rel in self._unchanged and (earlier := self._earlier_answer(rel, key)):
+            found = self._text_answers[key] = cast(_Answer, earlier[0])
         else:
             found = self._text_answers[key] = reader(self._read(rel) or b"")
         self._note(rel, ("reader", reader.__module__, reader.__qualname__, found))
         return found
+
+    def _earlier_answer(self, rel: str, key: tuple[str, str, str]) -> tuple[Any] | None:
+        """The answer an earlier scan's ``reader`` gave for ``rel``, if it asked."""
+        for read in self._prior_seen.get(rel, ()):
+            if len(read) == 4 and read[0] == "reader" and read[1:3] == key[1:]:
+                return (read[3],)
+        return None
 
     def _note(self, rel: str, key: tuple[Any, ...]) -> None:
         self.seen.setdefault(rel, set()).add(key)

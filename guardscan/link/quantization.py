@@ -36,9 +36,9 @@ from guardscan.predicate import (
     Predicate,
     QuantIs,
     Unknown,
-    atoms,
     conj,
     disj,
+    leaves,
     neg,
     substitute,
 )
@@ -335,9 +335,9 @@ class QuantizationMethods:
 def _fold_tautology(pred: Predicate) -> Predicate:
     """``not a or a`` is TRUE whatever ``a`` is: Kleene logic alone cannot see it
     (both branches of ``if not x: build(C) ... return`` / ``build(C)``)."""
-    free = sorted({a for a in atoms(pred) if isinstance(a, Unknown)}, key=repr)
-    if not free or len(free) > 8 or len(free) != len(set(atoms(pred)) - {Const(True),
-                                                                           Const(False)}):
+    parts = set(leaves(pred)) - {Const(True), Const(False)}
+    free = sorted((a for a in parts if isinstance(a, Unknown)), key=repr)
+    if not free or len(free) > 8 or len(free) != len(parts):
         return pred
     for values in itertools.product((Const(True), Const(False)), repeat=len(free)):
         mapping: dict[Predicate, Predicate] = dict(zip(free, values))

@@ -290,6 +290,8 @@ class ResultCache:
         if reads is None or reads.token != entry.token:
             return None
         self._reads = reads
+        # the text readers' answers for unchanged files, as that scan read them
+        index.reuse_reads(reads.seen)
         changed: dict[str, tuple[FileOutcome | None, FileOutcome | None, bytes]] = {}
         for rel, data in self._changed.items():
             if rel not in entry.used:
