@@ -14,7 +14,7 @@ when such an expression looks like an architecture guard, an
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from guardscan.guards.interpreter import Interpreter
@@ -85,6 +85,12 @@ class Vocabulary:
             yield self._asked
         finally:
             self._asked = outer
+
+    def note_asked(self, keys: Iterable[QueryKey]) -> None:
+        """Questions asked earlier on behalf of what runs now (a hit in a memo
+        kept outside the vocabulary, ``link.recorded``): noted as asked again."""
+        if self._asked is not None:
+            self._asked.extend(keys)
 
     def stored_answer(self, key: QueryKey) -> Answer | None:
         """This scan's answer to ``key``, else the earlier scan's kept one."""

@@ -104,6 +104,12 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     elif index.after_prefetch is not None:
         index.after_prefetch()
     links.add(units.unit(("quantization",), quant.scan, (quant.state, quant.restore_state)))
+    for method in sorted(quant.methods):
+        links.add(units.unit(("quantization", method), partial(quant.scan_method, method),
+                             quant.path_state(method)))
+    # keyed by the functions and classes on the paths: what it starts from
+    links.add(units.unit(("quantization", quant.paths_digest()), quant.scan_escapes,
+                         quant.escapes_state()))
     # the last whole-tree pre-filter is done: the tree's text need not stay in
     # memory beside the facts (68 MB for sglang 0.5.23)
     index.release_text()

@@ -89,6 +89,9 @@ class Conditions:
 
     def _extension_point(self, facts: FactsView, path: tuple[int, ...], position: int,
                          scope: str, pred: Predicate) -> bool:
+        # (only before an ``elif``: looked at first, it is the cheaper test)
+        if position + 1 >= len(path) or facts.cond(path[position + 1]).kind != "elif":
+            return False
         if not all(isinstance(a, Unknown) for a in leaves(pred)):
             return False
         for later in path[position + 1:]:

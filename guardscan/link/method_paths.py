@@ -38,6 +38,7 @@ from guardscan.guards import ClassV, ExtV, FuncV
 from guardscan.index.facts import CallFact, ClassFact, FunctionFact
 from guardscan.index.observe import FactsView
 from guardscan.link.conditions import option_atoms
+from guardscan.link.recorded import RecordedMemo
 from guardscan.predicate import (
     TRUE,
     Predicate,
@@ -128,8 +129,9 @@ class MethodPaths:
         self.ctx = ctx
         self.conditions = conditions
         self.dirs = dirs
-        self._edges: dict[tuple[Key, Key | None], list[_Edge]] = {}
-        self._classes: dict[Key, _ClassInfo | None] = {}
+        # shared by the methods' units: a hit counts as read by the unit asking
+        self._edges: RecordedMemo[list[_Edge]] = RecordedMemo(ctx.index, ctx.vocab)
+        self._classes: RecordedMemo[_ClassInfo | None] = RecordedMemo(ctx.index, ctx.vocab)
         self._calls: dict[str, dict[str, list[CallFact]]] = {}
 
     def inside(self, rel: str) -> bool:
@@ -185,9 +187,9 @@ class MethodPaths:
 
     # -- classes ------------------------------------------------------------------------
     def info(self, cls: Key) -> _ClassInfo | None:
-        if cls in self._classes:
-            return self._classes[cls]
-        self._classes[cls] = None  # a cycle in the bases ends here
+        return self._classes.get(cls, lambda: self._info(cls))
+
+    def _info(self, cls: Key) -> _ClassInfo | None:
         facts = self.ctx.index.view(cls[0])
         found = None
         if facts is not None:
@@ -204,7 +206,6 @@ class MethodPaths:
                            and f.qualname == f"{cls[1]}.{f.name}"}
                 interface = any(self._abstract(facts, f) for f in methods.values())
                 found = _ClassInfo(fact, bases, methods, interface)
-        self._classes[cls] = found
         return found
 
     def _abstract(self, facts: FactsView, func: FunctionFact) -> bool:
@@ -265,11 +266,7 @@ class MethodPaths:
 
     # -- what one function runs ---------------------------------------------------------
     def edges(self, func: Key, cls: Key | None) -> list[_Edge]:
-        key = (func, cls)
-        known = self._edges.get(key)
-        if known is None:
-            known = self._edges[key] = list(self._edges_of(func, cls))
-        return known
+        return self._edges.get((func, cls), lambda: list(self._edges_of(func, cls)))
 
     def _calls_in(self, facts: FactsView, qualname: str) -> list[CallFact]:
         """The calls in ``qualname`` and the functions nested in it."""

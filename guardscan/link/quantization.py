@@ -19,6 +19,7 @@ undecidable condition.
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,8 +48,13 @@ from guardscan.syntax import parse_expr
 if TYPE_CHECKING:
     from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
+    from guardscan.link.units import UnitState
 
 __all__ = ["QuantizationMethods"]
+
+#: one method's path: the functions it runs and the classes it builds, each
+#: with how (folded), and the functions just past the budget
+_Piece = tuple[dict[tuple[str, str], Reach], dict[tuple[str, str], Reach], frozenset[tuple[str, str]]]
 
 #: told each condition a guard was given (where: (rel, scope, variant)), for a
 #: runner that records what a unit took from the methods' paths
@@ -73,11 +79,14 @@ class QuantizationMethods:
         self.escapes: set[tuple[str, str]] = set()
         self.dirs: set[str] = set()
         self._table_of: dict[str, str] = {}
+        self._paths: MethodPaths | None = None
+        #: each method's path, as its unit found it (for the unit's record)
+        self._pieces: dict[str, _Piece] = {}
 
     def scan(self) -> Found:
-        """Map each --quantization method to its config class, then find (a) the
-        loader's threshold check read through the class's method, (b) gates in the
-        classes the config instantiates."""
+        """Map each --quantization method to its config class, and find the
+        loader's threshold check read through the class's method (each
+        method's path is a unit of its own: ``scan_method``)."""
         quantization, out = self.ctx.quantization, Found()
         if quantization is None:
             return out
@@ -103,29 +112,60 @@ class QuantizationMethods:
                          f"{method}: {cqual}.{tname}() returns {number}"),),
                     text=ttext))
             self.dirs.add(crel.rsplit("/", 1)[0] + "/")
-        paths = MethodPaths(self.ctx, self.conditions, tuple(sorted(self.dirs)))
-        for method, config in sorted(methods_of.items()):
-            path = paths.walk(config)
-            for func_key, reach in path.functions.items():
-                self.context.setdefault(func_key, {})[method] = _folded(reach)
-            for cls_key, reach in path.classes.items():
-                self.built.setdefault(cls_key, {})[method] = _folded(reach)
-            self.past_budget |= path.past_budget
-        self.escapes = self._escapes(paths)
         return out
 
     def state(self) -> Any:
-        return (dict(self.methods), {k: dict(v) for k, v in self.context.items()},
-                {k: dict(v) for k, v in self.built.items()}, set(self.past_budget),
-                set(self.escapes), set(self.dirs), dict(self._table_of))
+        return dict(self.methods), set(self.dirs), dict(self._table_of)
 
     def restore_state(self, state: Any) -> None:
-        methods, context, built, past, escapes, dirs, table_of = state
-        self.methods = dict(methods)
-        self.context = {k: dict(v) for k, v in context.items()}
-        self.built = {k: dict(v) for k, v in built.items()}
-        self.past_budget, self.escapes = set(past), set(escapes)
-        self.dirs, self._table_of = set(dirs), dict(table_of)
+        methods, dirs, table_of = state
+        self.methods, self.dirs, self._table_of = dict(methods), set(dirs), dict(table_of)
+
+    # -- the methods' paths: a unit each, then one for the code run from outside ---------
+    # (a change that touches one method's path links that method again, not all)
+    @property
+    def paths(self) -> MethodPaths:
+        if self._paths is None:
+            self._paths = MethodPaths(self.ctx, self.conditions, tuple(sorted(self.dirs)))
+        return self._paths
+
+    def scan_method(self, method: str) -> Found:
+        """The path of ``method`` (after ``scan``): the code it runs, and how."""
+        path = self.paths.walk(self.methods[method])
+        piece: _Piece = ({key: _folded(reach) for key, reach in path.functions.items()},
+                         {key: _folded(reach) for key, reach in path.classes.items()},
+                         frozenset(path.past_budget))
+        self.add_path(method, piece)
+        return Found()
+
+    def path_state(self, method: str) -> UnitState:
+        """How the unit of ``method``'s path is taken, and restored (added)."""
+        return (lambda: self._pieces[method], lambda piece: self.add_path(method, piece))
+
+    def add_path(self, method: str, piece: _Piece) -> None:
+        functions, classes, past_budget = piece
+        self._pieces[method] = piece
+        for func_key, reach in functions.items():
+            self.context.setdefault(func_key, {})[method] = reach
+        for cls_key, reach in classes.items():
+            self.built.setdefault(cls_key, {})[method] = reach
+        self.past_budget |= past_budget
+
+    def paths_digest(self) -> str:
+        """A digest of the functions and classes on the methods' paths (what
+        ``scan_escapes`` starts from): its unit's key, so that a path that
+        changes links it again."""
+        keys = sorted([*(("f", *k) for k in self.context), *(("c", *k) for k in self.built)])
+        return "escapes " + hashlib.sha256(repr(keys).encode()).hexdigest()[:16]
+
+    def scan_escapes(self) -> Found:
+        """After every method's path: what code outside them runs too."""
+        self.escapes = self._escapes(self.paths)
+        return Found()
+
+    def escapes_state(self) -> UnitState:
+        return (lambda: frozenset(self.escapes),
+                lambda escapes: setattr(self, "escapes", set(escapes)))
 
     def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False,
                 every_arch: bool = False) -> Predicate:

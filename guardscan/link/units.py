@@ -1,7 +1,8 @@
 """link (units): linking runs as a sequence of units, each confined so that one failure loses only its own findings.
 
 A unit is one file's gates, one file's option-tested calls, one registered
-file, one module named for a choice, or the quantization tables. Each unit
+file, one module named for a choice, the quantization tables, one quantization
+method's path, or the code other code runs too. Each unit
 returns what it found (``link.model.Found``); the stage hands every unit to a
 :class:`Units` runner, which returns what the unit returned, or, when it
 raised, only an ``internal-error`` diagnostic (nothing half-found). This one,
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["QuantCondition", "UnitKey", "UnitState", "Units"]
 
 #: ("file", rel), ("follow", rel), ("registered", rel), ("table", rel), ("named", dest, choice, rel),
-#: ("quantization",)
+#: ("quantization",) (the method tables), ("quantization", method) (one method's
+#: path), ("quantization", "escapes DIGEST") (what code outside the methods runs too)
 UnitKey = tuple[str, ...]
 #: how to take, and restore, what a unit leaves for later units
 UnitState = tuple[Callable[[], Any], Callable[[Any], None]]
