@@ -474,3 +474,54 @@ def test_a_reanalysis_reads_unchanged_files_text_answers_from_the_record(
     assert asked == [len(changed.read_bytes())]
     monkeypatch.setattr(collect, "returned_words", reader)
     assert _json(after) == _fresh(root, tmp_path)
+
+
+def test_an_edit_on_one_methods_path_links_that_method_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``--quantization`` method's path is a linking unit of its own
+    (``link.quantization``): an edit to how nvfp4's path goes on (a branch
+    test before a call) links nvfp4's path again and replays mxfp4's, and a new function on the path
+    (a call added) links again what code outside the methods runs too (its
+    unit is keyed by the paths' functions). Either way the result is what a
+    scan from scratch gives."""
+    from guardscan.memo.link_units import RecordingUnits
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "quant_method_paths", root)
+    cache = tmp_path / "cache"
+    _analyse(root, cache, quantization="nvfp4")
+    ran: list[tuple[str, ...]] = []
+    unit = RecordingUnits.unit
+
+    def logged(self: RecordingUnits, key: tuple[str, ...], *args: Any) -> Any:
+        before = self.ran
+        found = unit(self, key, *args)
+        if self.ran > before and key[0] == "quantization":
+            ran.append(key)
+        return found
+
+    monkeypatch.setattr(RecordingUnits, "unit", logged)
+    nvfp4 = root / "sglang/srt/layers/quantization/nvfp4.py"
+    nvfp4.write_text(nvfp4.read_text().replace(
+        "if self.quant_config.is_checkpoint_serialized:",
+        "if self.quant_config.is_checkpoint_serialized and is_sm90_supported():"))
+    _touch_later(nvfp4)
+    after = _analyse(root, cache, quantization="nvfp4")
+    assert ran == [("quantization", "nvfp4")]
+    assert _json(after) == _fresh_quant(root, tmp_path, "nvfp4")
+    ran.clear()
+    utils = root / "sglang/srt/layers/quantization/fp4_utils.py"
+    utils.write_text(utils.read_text().replace(
+        '    return "cutlass"\n', '    return _fallback()\n\n\ndef _fallback():\n'
+        '    return "cutlass"\n'))
+    _touch_later(utils)
+    after = _analyse(root, cache, quantization="nvfp4")
+    assert ran[0] == ("quantization", "nvfp4") and len(ran) == 2
+    assert ran[1][1].startswith("escapes ")
+    assert _json(after) == _fresh_quant(root, tmp_path, "nvfp4")
+
+
+def _fresh_quant(root: Path, tmp: Path, quantization: str) -> str:
+    return _json(analyse(ScanOptions(target=str(root), kernels=False, offline=True,
+                                     cache_dir=tmp / "none", use_cache=False,
+                                     quantization=quantization)))
