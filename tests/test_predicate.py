@@ -544,3 +544,45 @@ def test_leaves_are_the_atoms_first_met_first(pred: Predicate, other: Predicate)
     dag = shared_use(pred, other)
     assert list(dict.fromkeys(leaves(dag))) == list(dict.fromkeys(atoms(dag)))
     assert len(leaves(dag)) <= len(atoms(dag))
+
+
+def _true_somehow(pred: Predicate, ctx: Context) -> bool:
+    """Whether some assignment of TRUE/FALSE to each undecided leaf
+    *occurrence* (each one free, however often an atom occurs) makes ``pred``
+    TRUE: every assignment is tried."""
+    occurrences: list[int] = []
+
+    def count(p: Predicate) -> None:
+        if isinstance(p, (And, Or)):
+            for item in p.items:
+                count(item)
+        elif isinstance(p, Not):
+            count(p.item)
+        elif p.evaluate(ctx) is Tri.UNKNOWN:
+            occurrences.append(1)
+
+    count(pred)
+
+    def truth(p: Predicate, bits: list[bool]) -> bool:
+        if isinstance(p, (And, Or)):
+            # every item is read (each takes its own bits), then combined
+            parts = [truth(item, bits) for item in p.items]
+            return all(parts) if isinstance(p, And) else any(parts)
+        if isinstance(p, Not):
+            return not truth(p.item, bits)
+        known = p.evaluate(ctx)
+        return bits.pop(0) if known is Tri.UNKNOWN else known is Tri.TRUE
+
+    for number in range(2 ** len(occurrences)):
+        bits = [bool(number >> i & 1) for i in range(len(occurrences))]
+        if truth(pred, bits):
+            return True
+    return False
+
+
+@given(predicates, contexts)
+def test_possible_is_true_for_some_assignment_of_the_undecided_occurrences(
+        pred: Predicate, ctx: Context) -> None:
+    from guardscan.verdict.values import possible
+
+    assert possible(pred, ctx) == _true_somehow(pred, ctx)

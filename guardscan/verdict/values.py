@@ -35,31 +35,13 @@ def possible(pred: Predicate, ctx: Context) -> bool:
 
     Undecided atoms are treated as independent, which over-approximates (a
     correlated ``x and not x`` counts as possible): it errs toward showing a
-    gate as a caveat, never toward calling a choice blocked.
+    gate as a caveat, never toward calling a choice blocked. With each
+    occurrence of an atom free, that is exactly "not FALSE" in three-valued
+    (Kleene) logic, which ``predicate_dag.value`` computes with each shared
+    part once and stopping at the first part that decides
+    (tests/test_predicate.py checks it against every assignment).
     """
-    return _may(pred, ctx, {})[0]
-
-
-def _may(pred: Predicate, ctx: Context, memo: dict[int, tuple[bool, bool]]) -> tuple[bool, bool]:
-    """(may be true, may be false); ``memo``: shared parts, by id."""
-    known = memo.get(id(pred))
-    if known is not None:
-        return known
-    out: tuple[bool, bool]
-    if isinstance(pred, And):
-        parts = [_may(p, ctx, memo) for p in pred.items]
-        out = all(t for t, _ in parts), any(f for _, f in parts)
-    elif isinstance(pred, Or):
-        parts = [_may(p, ctx, memo) for p in pred.items]
-        out = any(t for t, _ in parts), all(f for _, f in parts)
-    elif isinstance(pred, Not):
-        may_true, may_false = _may(pred.item, ctx, memo)
-        out = may_false, may_true
-    else:
-        tri = pred.evaluate(ctx)
-        out = tri is not Tri.FALSE, tri is not Tri.TRUE
-    memo[id(pred)] = out
-    return out
+    return _value(pred, ctx) is not Tri.FALSE
 
 
 def undecided_atoms(pred: Predicate, ctx: Context) -> list[str]:
@@ -74,7 +56,7 @@ def holding(pred: Predicate, dest: str, value: str) -> Predicate:
 
 def about_choice(cond: Predicate, choice_ctx: Context) -> bool:
     """Can the gate's condition hold for this choice (on some arch)?"""
-    return _value(cond, choice_ctx) is not Tri.FALSE and possible(cond, choice_ctx)
+    return possible(cond, choice_ctx)
 
 
 def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,
