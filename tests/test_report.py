@@ -356,3 +356,24 @@ def test_explain_says_what_an_undecided_chain_waits_on() -> None:
     explain(run_scan(fixture("guards_partial"), ["sm90"]), "triton", "--moe-runner-backend", out)
     assert out.getvalue().rstrip().endswith(
         "no architecture evidence on this choice's path: unknown")
+
+
+def test_explain_of_auto_says_what_it_becomes_on_each_arch() -> None:
+    """``auto`` is judged as itself, and its chain ends saying which choice
+    SGLang's default lines make it on the arch, with that choice's own
+    verdict and the line that sets it; JSON carries the same as ``becomes``."""
+    result = run_scan(fixture("roles_default"), ["sm90", "sm100"])
+    out = io.StringIO()
+    explain(result, "auto", "--moe-runner-backend", out)
+    text = out.getvalue()
+    assert "=> auto becomes x (sglang/srt/server_args.py:55): supported" in text
+    assert "=> auto becomes triton (sglang/srt/server_args.py:57): unknown" in text
+    out = io.StringIO()
+    explain(result, "auto", "--moe-runner-backend", out, "json")
+    entries = {e["arch"]: e for e in json.loads(out.getvalue())["backends"]}
+    assert entries["sm100"]["becomes"] == [
+        {"choice": "x", "verdict": "supported", "path": "sglang/srt/server_args.py",
+         "line": 55}]
+    out = io.StringIO()
+    explain(result, "x", "--moe-runner-backend", out, "json")
+    assert all("becomes" not in e for e in json.loads(out.getvalue())["backends"])

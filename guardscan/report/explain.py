@@ -8,7 +8,8 @@ the hops that lead to it, caveats after. The deciding hop says what kind of
 fact it is and how strong (``guardscan.report.answer.describe_fact``).
 
 Text (one hop per line) or JSON (the scan's verdict entries, see docs/json.md,
-each with a ``deciding`` object). A choice the scan does not know raises
+each with a ``deciding`` object). For ``auto``, the choices it becomes on the
+arch (the scan's default lines, ``verdict.auto``), each with its own verdict. A choice the scan does not know raises
 ``ExplainError`` naming the closest choices.
 """
 
@@ -22,8 +23,10 @@ from typing import IO
 from guardscan.evidence import Status
 from guardscan.report.answer import arch_sort_key, caveats, deciding_evidence, describe_fact
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
+from guardscan.verdict.auto import auto_targets
+from guardscan.verdict.rules.default import AUTO
 
-__all__ = ["ExplainError", "explain", "ordered_hops", "select"]
+__all__ = ["ExplainError", "becomes", "explain", "ordered_hops", "select"]
 
 
 class ExplainError(ValueError):
@@ -97,11 +100,31 @@ def explain(result: ScanResult, choice: str, option: str | None, stream: IO[str]
     if fmt == "json":
         _json(result, matches, stream)
     else:
-        _text(matches, stream)
+        _text(matches, stream, result)
     return matches
 
 
-def _text(matches: list[BackendVerdict], stream: IO[str]) -> None:
+def becomes(result: ScanResult, verdict: BackendVerdict) -> list[tuple[BackendVerdict, Evidence]]:
+    """For ``auto``: each choice it becomes on the verdict's arch (the scan's
+    default lines, ``verdict.auto``), with its own verdict there and the line
+    that sets it; several when which one is decided at run time."""
+    if verdict.choice != AUTO:
+        return []
+    entries = {b.choice: b for b in result.backends
+               if b.option == verdict.option and b.arch == verdict.arch}
+    return [(entries[choice], line)
+            for choice, line in auto_targets(entries.values(), skip=AUTO)]
+
+
+def _becomes_line(targets: list[tuple[BackendVerdict, Evidence]]) -> str:
+    parts = [f"{target.choice} ({line.place}): {target.verdict.value}"
+             for target, line in targets]
+    if len(parts) == 1:
+        return f"auto becomes {parts[0]}"
+    return f"auto may become, decided at run time: {'; '.join(parts)}"
+
+
+def _text(matches: list[BackendVerdict], stream: IO[str], result: ScanResult) -> None:
     options = sorted({b.option for b in matches})
     if len(options) > 1:
         stream.write(f"{matches[0].choice!r} is a choice of {', '.join(options)}; showing all "
@@ -126,6 +149,9 @@ def _text(matches: list[BackendVerdict], stream: IO[str]) -> None:
             stream.write("      " + _undecided(verdict) + "\n")
         for condition in verdict.conditions:
             stream.write(f"  note: {condition}\n")
+        targets = becomes(result, verdict)
+        if targets:
+            stream.write(_wrapped(f"=> {_becomes_line(targets)}", "  "))
 
 
 def _undecided(verdict: BackendVerdict) -> str:
@@ -153,6 +179,11 @@ def _json(result: ScanResult, matches: list[BackendVerdict], stream: IO[str]) ->
             kind, strength = describe_fact(deciding, verdict.verdict)
             entry["deciding"] = {"index": hops.index(deciding), "kind": kind,
                                  "strength": strength}
+        targets = becomes(result, verdict)
+        if targets:
+            entry["becomes"] = [{"choice": target.choice, "verdict": target.verdict.value,
+                                 "path": line.path, "line": line.line}
+                                for target, line in targets]
         entries.append(entry)
     from guardscan.report.json_ import portable
 
