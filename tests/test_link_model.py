@@ -60,3 +60,40 @@ def test_help_segments_as_options_read_them() -> None:
                 if m.group(2) in CHOICES]
     assert help_segments(HELP, CHOICES, quotes="'\"`", nested=False) == expected
     assert ("ascend", "NPU specific") in expected and all(c != "fi" for c, _ in expected)
+
+
+def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks() -> None:
+    """``link.recorded.RecordedMemo``: what a shared entry read of the facts
+    and asked the vocabulary is recorded by every unit that takes it from the
+    memo, not only the first, so a replayed record is never incomplete."""
+    from fixturetree import fixture_tree
+
+    from guardscan.guards import Vocabulary
+    from guardscan.index import Index
+    from guardscan.link.recorded import RecordedMemo
+
+    index = Index(fixture_tree("roles_default"))
+    vocab = Vocabulary(index)
+    memo: RecordedMemo[str] = RecordedMemo(index, vocab)
+    rel = "sglang/srt/server_args.py"
+    computed: list[int] = []
+
+    def compute() -> str:
+        computed.append(1)
+        facts = index.view(rel)
+        assert facts is not None
+        classes = [c.qualname for c in facts.classes]
+        return f"{classes}: {vocab.value('is_sm100_supported', rel, '', 1)}"
+
+    def unit() -> tuple[str, tuple[object, ...], list[object]]:
+        saved = index.recorder.open()
+        with vocab.noting_questions() as asked:
+            value = memo.get("key", compute)
+        return value, index.recorder.close(saved, merge=False), list(asked)
+
+    first, second = unit(), unit()
+    assert computed == [1]
+    assert first == second
+    value, reads, asked = second
+    assert "ServerArgs" in value and asked
+    assert (rel, ("kind", "classes")) in reads
