@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from guardscan.evidence import Args, Status, render_note, stated, tier_of
 
 __all__ = [
+    "CHECKPOINT_ONLY",
     "JSON_SCHEMA",
     "BackendVerdict",
     "Diagnostic",
@@ -230,11 +231,17 @@ class OptionInfo:
     platforms: tuple[tuple[str, str], ...] = ()  # (choice, platform) for non-CUDA choices
 
 
+#: a quantization note's ``reason`` for a method only a checkpoint names
+CHECKPOINT_ONLY = "checkpoint"
+
+
 @dataclass(frozen=True, slots=True)
 class ScanNote:
     """A note on the scan as a whole, with what it is about as fields:
     ``topic`` is ``kernels`` (the kernel library not read, and why: ``reason``)
-    or ``quantization`` (a ``method`` rejected whatever the backend)."""
+    or ``quantization`` (a ``method`` rejected whatever the backend; ``reason``
+    ``CHECKPOINT_ONLY`` when only a checkpoint names the method, which no
+    ``--quantization`` flag offers)."""
 
     topic: str
     text: str

@@ -18,6 +18,7 @@ from guardscan.report import render
 from guardscan.report.answer import answers, arch_sort_key
 from guardscan.report.explain import ordered_hops
 from guardscan.results import (
+    CHECKPOINT_ONLY,
     BackendVerdict,
     Evidence,
     OptionInfo,
@@ -108,6 +109,25 @@ def test_method_notes_are_summarised_unless_verbose() -> None:
             "backend (--verbose: where)") in out
     assert "note: kernel facts not available in this build" in out
     assert "is rejected on sm90, sm120" in " ".join(text(result, verbose=True).split())
+
+
+def test_a_method_only_a_checkpoint_names_is_summarised_as_checkpoints() -> None:
+    """A method no ``--quantization`` flag offers (the loader takes it from
+    the checkpoint) is not offered as a flag in the one-line summary."""
+    result = small_result()
+    result.notes = [ScanNote("quantization", "--quantization w8a8_fp8 is rejected on sm90 "
+                             "whatever the backend (x.py:1; use --quantization w8a8_fp8 to "
+                             "judge choices under it)", method="w8a8_fp8"),
+                    ScanNote("quantization", "a m3_nvfp4 checkpoint is rejected on sm90 "
+                             "whatever the backend (y.py:2)", method="m3_nvfp4",
+                             reason=CHECKPOINT_ONLY)]
+    out = " ".join(text(result).split())
+    assert ("note: --quantization w8a8_fp8, m3_nvfp4 checkpoints rejected on some of these "
+            "archs whatever the backend (--verbose: where)") in out
+    result.notes = result.notes[1:]
+    out = " ".join(text(result).split())
+    assert "note: m3_nvfp4 checkpoints rejected on some of these archs" in out
+    assert "--quantization m3_nvfp4" not in out
 
 
 def test_verbose_is_the_full_table_in_numeric_arch_order() -> None:

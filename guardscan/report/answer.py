@@ -37,7 +37,15 @@ from dataclasses import dataclass, field
 
 from guardscan.arch import ArchError, parse_arch
 from guardscan.evidence import FactKind, Status, arg
-from guardscan.results import BackendVerdict, Evidence, OptionInfo, Role, ScanResult, Verdict
+from guardscan.results import (
+    BackendVerdict,
+    Evidence,
+    OptionInfo,
+    Role,
+    ScanNote,
+    ScanResult,
+    Verdict,
+)
 from guardscan.verdict.auto import auto_targets
 
 __all__ = [
@@ -392,14 +400,15 @@ def field_notes(result: ScanResult) -> dict[str, list[FieldNote]]:
     return out
 
 
-def method_notes(result: ScanResult) -> tuple[list[tuple[str, str]], list[str]]:
-    """The notes split into (method, note) for notes about one ``--quantization``
-    method, and the others (about the scan as a whole)."""
-    methods: list[tuple[str, str]] = []
+def method_notes(result: ScanResult) -> tuple[list[ScanNote], list[str]]:
+    """The notes split into those about one quantization method (``method``
+    set; ``reason`` "checkpoint" for a method only a checkpoint names), and
+    the others (about the scan as a whole)."""
+    methods: list[ScanNote] = []
     others: list[str] = []
     for note in result.notes:
         if note.method is not None:
-            methods.append((note.method, note.text))
+            methods.append(note)
         else:
             others.append(note.text)
     return methods, others

@@ -31,7 +31,7 @@ from guardscan.report.answer import (
     short_reason,
     sorted_archs,
 )
-from guardscan.results import BackendVerdict, ScanResult, Verdict
+from guardscan.results import CHECKPOINT_ONLY, BackendVerdict, ScanResult, Verdict
 
 __all__ = ["FIELD_SHOWN", "WIDTH", "field_line", "render_text", "wrap"]
 
@@ -90,12 +90,17 @@ def _header(result: ScanResult, options: dict[str, Any]) -> list[str]:
     for note in others:
         out.extend(wrap(f"note: {note}", "", "      "))
     if methods and verbose:
-        for _, note in methods:
-            out.extend(wrap(f"note: {note}", "", "      "))
+        for method_note in methods:
+            out.extend(wrap(f"note: {method_note.text}", "", "      "))
     elif methods:
-        names = ", ".join(method for method, _ in methods)
         where = "here" if len(archs) == 1 else "on some of these archs"
-        out.extend(wrap(f"note: --quantization {names} rejected {where} whatever the backend "
+        flags = [str(n.method) for n in methods if n.reason != CHECKPOINT_ONLY]
+        # a method only a checkpoint names has no flag to pass
+        checkpoints = [f"{n.method} checkpoints" for n in methods
+                       if n.reason == CHECKPOINT_ONLY]
+        rejected = ", ".join([*([f"--quantization {', '.join(flags)}"] if flags else []),
+                              *checkpoints])
+        out.extend(wrap(f"note: {rejected} rejected {where} whatever the backend "
                          "(--verbose: where)", "", "      "))
     return out
 

@@ -15,7 +15,7 @@ from guardscan.predicate import (
     Tri,
     leaves,
 )
-from guardscan.results import ScanNote
+from guardscan.results import CHECKPOINT_ONLY, ScanNote
 
 __all__ = ['quantization_notes']
 
@@ -43,7 +43,7 @@ def quantization_notes(index: Index, links: Links, archs: list[Arch]) -> list[Sc
             # only a checkpoint names it: no flag to judge under
             notes.append(ScanNote(
                 "quantization", f"a {method} checkpoint is rejected on {', '.join(names)} "
-                f"whatever the backend ({where})", method=method))
+                f"whatever the backend ({where})", method=method, reason=CHECKPOINT_ONLY))
             continue
         notes.append(ScanNote(
             "quantization", f"--quantization {method} is rejected on {', '.join(names)} "
