@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+from pathlib import Path
 
 import pytest
 
@@ -62,20 +63,22 @@ def test_help_segments_as_options_read_them() -> None:
     assert ("ascend", "NPU specific") in expected and all(c != "fi" for c, _ in expected)
 
 
-def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks() -> None:
+def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks(tmp_path: Path) -> None:
     """``link.recorded.RecordedMemo``: what a shared entry read of the facts
     and asked the vocabulary is recorded by every unit that takes it from the
     memo, not only the first, so a replayed record is never incomplete."""
-    from fixturetree import fixture_tree
+    from fixturetree import make_tree
 
+    from guardscan.acquire import acquire
     from guardscan.guards import Vocabulary
     from guardscan.index import Index
     from guardscan.link.recorded import RecordedMemo
 
-    index = Index(fixture_tree("roles_default"))
+    rel = "sglang/srt/layers/runner.py"
+    root = make_tree(tmp_path, {rel: "LIMIT = 4\n\n\nclass Runner:\n    pass\n"})
+    index = Index(acquire(str(root)))
     vocab = Vocabulary(index)
     memo: RecordedMemo[str] = RecordedMemo(index, vocab)
-    rel = "sglang/srt/server_args.py"
     computed: list[int] = []
 
     def compute() -> str:
@@ -83,7 +86,7 @@ def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks() -> None:
         facts = index.view(rel)
         assert facts is not None
         classes = [c.qualname for c in facts.classes]
-        return f"{classes}: {vocab.value('is_sm100_supported', rel, '', 1)}"
+        return f"{classes}: {vocab.value('LIMIT', rel, '', 5)}"
 
     def unit() -> tuple[str, tuple[object, ...], list[object]]:
         saved = index.recorder.open()
@@ -95,5 +98,6 @@ def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks() -> None:
     assert computed == [1]
     assert first == second
     value, reads, asked = second
-    assert "ServerArgs" in value and asked
+    assert value.startswith("['Runner']: ") and "4" in value, value
+    assert asked == [("v", "LIMIT", rel, "", 5)]
     assert (rel, ("kind", "classes")) in reads
