@@ -37,9 +37,6 @@ class RecordedMemo(Generic[T]):
         self.vocab = vocab
         self._memo: dict[Hashable, tuple[T, tuple[Read, ...], tuple[QueryKey, ...]]] = {}
 
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._memo
-
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The value for ``key``: ``compute()``'s, computed once."""
         hit = self._memo.get(key)
