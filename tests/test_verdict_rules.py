@@ -30,9 +30,10 @@ class _Lines:
 def _outcome(rule: object, example: Example) -> Outcome:
     finding = Finding(FindingKind(example.kind), "sglang/srt/layers/moe/runner.py", 7,
                       example.condition, choice=example.choice, option=DEST,
-                      text=example.text, target=example.target)
+                      text=example.text, target=example.target,
+                      implements=example.implements)
     arch = parse_arch(example.arch)
-    values = Values(Shared(DEST), "x", None)
+    values = Values(Shared(DEST), "x", None, needs=example.needs, becomes=example.becomes)
     case = Case(_Lines(), OPTION, "x", arch, values.context(arch),  # type: ignore[arg-type]
                 tuple(standard_archs()), frozenset(OPTION.choices), values, None,
                 {key: "x" in about for key, about in

@@ -13,9 +13,11 @@ atoms). The kinds, one recogniser each:
   that runs only for the choice.
   A call through a module name that only a conditional import binds fails
   like a raise where the import's test is false (``unbound_imports``). In a
-  module function of a quantization method's code, a rejection decided by
-  the options alone (``else: raise ValueError("Unknown FP8 GEMM backend")``)
-  is a gate on every arch under the methods that reach it (``everywhere``).
+  quantization method's code that runs whenever the method does (a module
+  function, a constructor, an implementation of an interface's abstract
+  method such as ``apply``), a rejection decided by the options alone
+  (``else: raise ValueError("Unknown FP8 GEMM backend")``) is a gate on
+  every arch under the methods that reach it (``everywhere``).
 - ``default``: the option is assigned a choice under a device condition
   (``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``):
   ``auto`` resolves to that choice there.

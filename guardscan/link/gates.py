@@ -93,18 +93,18 @@ class Gates:
                         option=test.option, text=text,
                         target=tuple(f"{dest}={value}" for dest, value in needs)))
                     continue
-                # a rejection on every arch counts only on a quantization
-                # method's own path, where the methods that reach it qualify it
-                if not (rejects_everywhere(cond) and self.quant.inside(rel)
-                        and _module_function(facts, scope)):
+                every = self._every_arch(facts, scope, cond)
+                if every is None:
                     continue
-                cond = self.quant.qualify(rel, scope, cond, every_arch=True)
-                if not raises_for_some_method(cond, self._choices()):
-                    continue
+                cond, implements = every
             else:
-                cond = self.quant.qualify(rel, scope, cond)
+                cond, implements = self.quant.qualify(rel, scope, cond), ""
+            runs = () if not implements else (Hop(
+                rel, _def_line(facts, scope), HopRole.LINK,
+                f"{scope}() implements {implements}(), which runs on every object "
+                "the method builds"),)
             dests = sorted({a.option for a in option_atoms(cond)})
-            hops = tuple(self.conditions.guard_hops(facts, path, scope, line))
+            hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
             reach = dispatch_reach(ctx.index, self.conditions, facts, scope)
             if reach is not None:
                 cond = conj(reach.condition, cond)
@@ -113,7 +113,8 @@ class Gates:
             if dests:
                 for dest in dests:
                     out.findings.append(Finding(
-                        FindingKind.GATE, rel, line, cond, hops, option=dest, text=text))
+                        FindingKind.GATE, rel, line, cond, hops, option=dest, text=text,
+                        implements=implements))
             elif any(isinstance(a, QuantIs) for a in leaves(cond)):
                 out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
                                             text=text))
@@ -122,6 +123,28 @@ class Gates:
         if not self.quant.inside(rel):
             out.findings.extend(alias_table_renames(ctx.index, facts, ctx.options))
         return out
+
+    def _every_arch(self, facts: FactsView, scope: str, cond: Predicate
+                    ) -> tuple[Predicate, str] | None:
+        """A failure that tests no device, as a gate on every arch: kept only
+        in a quantization method's code that runs whenever the method does (a
+        function of the module, a constructor, the implementation of an
+        interface's abstract method, which it names), qualified by the methods
+        whose paths reach it, and only when it surely raises for some choice
+        (``link.everywhere``)."""
+        rel = facts.rel
+        if not (rejects_everywhere(cond) and self.quant.inside(rel)):
+            return None
+        implements = ""
+        if not _module_function(facts, scope):
+            implements = self.quant.paths.implements_abstract((rel, scope)) or ""
+            if not implements:
+                return None
+        cond = self.quant.qualify(rel, scope, cond, every_arch=True,
+                                  whole_way=bool(implements))
+        if not raises_for_some_method(cond, self._choices()):
+            return None
+        return cond, implements
 
     def _choices(self) -> dict[str, tuple[str, ...]]:
         return {o.dest: o.choices for o in self.ctx.options}
@@ -399,6 +422,11 @@ class Gates:
                 text=text))
         self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, out,
                           owned)
+
+
+def _def_line(facts: FactsView, scope: str) -> int:
+    func = facts.function(scope)
+    return func.line if func is not None else 0
 
 
 def _module_function(facts: FactsView, scope: str) -> bool:

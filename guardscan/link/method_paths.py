@@ -109,7 +109,12 @@ class _ClassInfo:
     fact: ClassFact
     bases: list[Key]
     methods: dict[str, FunctionFact]
-    interface: bool
+    #: the methods it declares ``@abstractmethod`` (an interface declares some)
+    abstract: frozenset[str]
+
+    @property
+    def interface(self) -> bool:
+        return bool(self.abstract)
 
 
 @dataclass
@@ -204,8 +209,9 @@ class MethodPaths:
                         bases.append((value.rel, value.qualname))
                 methods = {f.name: f for f in facts.functions if f.cls == cls[1]
                            and f.qualname == f"{cls[1]}.{f.name}"}
-                interface = any(self._abstract(facts, f) for f in methods.values())
-                found = _ClassInfo(fact, bases, methods, interface)
+                abstract = frozenset(name for name, f in methods.items()
+                                     if self._abstract(facts, f))
+                found = _ClassInfo(fact, bases, methods, abstract)
         return found
 
     def _abstract(self, facts: FactsView, func: FunctionFact) -> bool:
@@ -263,6 +269,23 @@ class MethodPaths:
             if found is not None and self.inside(found[0]):
                 out.append(found)
         return out
+
+    def implements_abstract(self, func: Key) -> str | None:
+        """The interface method ``func`` implements, when it is a method of a
+        class whose in-tree base declares it ``@abstractmethod``
+        (``ModelOptNvFp4FusedMoEMethod.apply`` implements
+        ``FusedMoEMethodBase.apply``): what the framework calls on every object
+        of the class, unlike an optional hook a base class gives a default
+        for (``FusedMoEMethodBase.get_moe_quant_info``, called by LoRA alone)."""
+        rel, qualname = func
+        cls_name, _, name = qualname.rpartition(".")
+        if not cls_name or "." in cls_name:
+            return None
+        for base in self.mro((rel, cls_name))[1:]:
+            info = self.info(base)
+            if info is not None and name in info.abstract:
+                return f"{base[1]}.{name}"
+        return None
 
     # -- what one function runs ---------------------------------------------------------
     def edges(self, func: Key, cls: Key | None) -> list[_Edge]:

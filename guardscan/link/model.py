@@ -118,6 +118,9 @@ class Finding:
     #: for aliases: (dest, choice) the choice sets another option to; for
     #: ``requires``: the companions, each ``dest=value`` (``dest=`` a flag given)
     target: tuple[str, ...] = ()
+    #: for a gate in a method that implements an interface's abstract method
+    #: (``link.gates``): that interface method, ``FusedMoEMethodBase.apply``
+    implements: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,7 +168,7 @@ class QuantizationMethods:
                 lambda escapes: setattr(self, "escapes", set(escapes)))
 
     def qualify(self, rel: str, scope: str, cond: Predicate, evidence: bool = False,
-                every_arch: bool = False) -> Predicate:
+                every_arch: bool = False, whole_way: bool = False) -> Predicate:
         """``cond``, a guard's condition in ``scope`` of ``rel``, with the
         condition under which the quantization methods run that code.
 
@@ -186,7 +186,9 @@ class QuantizationMethods:
         only under a ``--quantization`` naming a method that reaches it (a
         choice used outside the methods too, ``lora_triton`` in LoRA's own
         runner, is not refused for an unquantized model by
-        ``ModelOptNvFp4FusedMoEMethod.__init__``)."""
+        ``ModelOptNvFp4FusedMoEMethod.__init__``). ``whole_way``: every test on
+        the way counts, the checkpoint's too (a scheme that one kind of
+        checkpoint picks, ``QuarkW4A8MXFp4MoE``, refuses nothing for another)."""
         if not self._inside(rel):
             return cond
         tested = option_atoms(cond)
@@ -197,6 +199,8 @@ class QuantizationMethods:
             variant = "chosen" if _positive_option_test(cond) and not every_arch else "choice"
         if variant == "choice":
             cond = self._default_resolved(cond)
+            if whole_way:
+                variant = "full"
         return conj(self.condition(rel, scope, variant), cond)
 
     def _default_resolved(self, cond: Predicate) -> Predicate:

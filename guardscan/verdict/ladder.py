@@ -51,6 +51,10 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     sources: dict[int, tuple[Predicate, str, str]] = {}
     aliased = _aliased(links, option, findings, sources)
     rewrites = renames(findings, option.choices)
+    # what each choice a hook rewrites is by the time the model is built
+    # (one that also sets other options keeps its own verdict: ``becomes``)
+    becomes = {str(f.choice): f.target[1] for f in findings if f.kind == FindingKind.RENAME
+               and len(f.target) == 2 and f.target[1] in option.choices}
     findings = [f for f in findings if f.kind not in (FindingKind.ALIAS, FindingKind.RENAME)]
     extra = [f for fs in aliased.values() for f in fs]
     global_quant = [f for f in links.findings
@@ -81,7 +85,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                 verdicts = _judge_choice(index, option, choice,
                                          [*findings, *aliased.get(choice, ())], global_quant,
                                          calls, archs, quantization, asking, about, shared,
-                                         sources)
+                                         sources, becomes.get(choice))
             finally:
                 reads = index.recorder.close(saved, merge=False)
             judged = Judged(reads, tuple(asking.asked), verdicts)
@@ -133,23 +137,28 @@ def _own_support(finding: Finding, outcome: Outcome, case: Case,
     return outcome if raises_for(cond, own) else replace(outcome, positive=())
 
 
-def _companions(findings: list[Finding], choice: str, shared: Shared) -> dict[str, str]:
+def _companions(findings: list[Finding], choice: str, shared: Shared
+                ) -> tuple[dict[str, str], tuple[str, ...]]:
     """The options ``choice`` requires (``requires`` findings), each holding
-    the value it needs while the choice is judged."""
+    the value it needs while the choice is judged; and every companion's
+    option, a flag's included."""
     out: dict[str, str] = {}
+    needs: set[str] = set()
     here = Context(options={shared.dest: choice})
     for finding in findings:
         if finding.kind == FindingKind.REQUIRES and \
                 finding.condition.evaluate(here) is Tri.TRUE:
             out.update((dest, value) for dest, value in companions(finding) if value)
-    return out
+            needs.update(dest for dest, _ in companions(finding))
+    return out, tuple(sorted(needs))
 
 
 def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[Finding],
                   global_quant: list[Finding], calls: list[KernelCall], archs: list[Arch],
                   quantization: str | None, kernels: KernelJudge,
                   about_sets: dict[int, frozenset[str]], shared: Shared,
-                  sources: dict[int, tuple[Predicate, str, str]]) -> list[BackendVerdict]:
+                  sources: dict[int, tuple[Predicate, str, str]], becomes: str | None = None,
+                  ) -> list[BackendVerdict]:
     """The ladder: every rule's outcome for the choice on each arch, combined
     into one verdict: blocked, else unsupported, else supported, else unknown."""
     every = frozenset(option.choices)
@@ -161,7 +170,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
-    values = Values(shared, choice, quantization, _companions(findings, choice, shared))
+    values = Values(shared, choice, quantization, *_companions(findings, choice, shared),
+                    becomes=becomes)
     # kernel calls that single out this choice (the same on every arch): by a
     # test of the option on their path, or by the string the choice hands
     # them; and the helpers among them

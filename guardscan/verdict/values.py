@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from guardscan.arch import Arch
 from guardscan.link import (
     GATE_KINDS,
@@ -169,11 +171,17 @@ class Values:
     for the choices that cannot tell them apart)."""
 
     def __init__(self, shared: Shared, choice: str, quantization: str | None,
-                 companions: dict[str, str] | None = None) -> None:
+                 companions: dict[str, str] | None = None, needs: tuple[str, ...] = (),
+                 becomes: str | None = None) -> None:
         """``companions``: other options the choice requires, holding the
-        value it needs while it is judged (``link.companions``)."""
+        value it needs while it is judged (``link.companions``); ``needs``:
+        every option it requires, a flag's included; ``becomes``: the choice
+        a hook rewrites it into before the model is built (``link.gates``
+        renames), which the code run then sees."""
         self.shared, self.choice, self.quantization = shared, choice, quantization
         self.companions = companions or {}
+        self.needs = needs
+        self.becomes = becomes
         self._contexts: dict[Arch, Context] = {}
         self._signatures: dict[int, tuple[object, ...]] = {}
 
@@ -185,6 +193,15 @@ class Values:
                                     self.shared.dest: self.choice},
                 quantization=self.quantization, installed=self.shared.installed)
         return ctx
+
+    def as_built(self, pred: Predicate, arch: Arch) -> Tri:
+        """``pred`` on ``arch`` as code run once the model is built sees it:
+        with the option holding what a hook rewrote the choice into."""
+        if self.becomes is None:
+            return self(pred, arch)
+        ctx = self.context(arch)
+        return _value(pred, replace(ctx, options={**ctx.options,
+                                                  self.shared.dest: self.becomes}))
 
     def _signature(self, pred: Predicate) -> tuple[object, ...]:
         signature = self._signatures.get(id(pred))

@@ -40,6 +40,12 @@ class Example:
     choice: str | None = None
     text: str = ""
     target: tuple[str, ...] = ()
+    #: for a gate: the interface method it implements (``Finding.implements``)
+    implements: str = ""
+    #: the options the judged choice requires (``Values.needs``)
+    needs: tuple[str, ...] = ()
+    #: what a hook rewrites the judged choice into (``Values.becomes``)
+    becomes: str | None = None
 
 
 

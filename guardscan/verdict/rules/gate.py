@@ -14,7 +14,14 @@ Known limits
     A gate that another value of a mode option would change says so in the
     verdict's conditions; a method's requirement that only exempts other
     choices is no support. Undecided atoms are taken as independent, which
-    errs toward a caveat, never toward ``blocked``.
+    errs toward a caveat, never toward ``blocked``. A gate in the
+    implementation of an interface method (``FusedMoEMethodBase.apply``) is a
+    caveat, not a block, for a choice that requires another option
+    (``lora_marlin`` needs ``--enable-lora``): the code that option turns on
+    may run in place of the method (LoRA's MoE layer replaces the method's
+    core), which guardscan does not follow. Such a gate runs once the model
+    is built, so for a choice a hook rewrites it holds only where it holds
+    for the value the choice became.
 Example
     ``if not is_sm100_supported(): raise ValueError(...)`` under
     ``moe_runner_backend == "x"``: blocked on sm120, positive on sm100.
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 from guardscan.evidence import FactKind, args_of
 from guardscan.link import GATE_KINDS, Finding
+from guardscan.link.companions import flag_of
 from guardscan.predicate import (
     Const,
     Context,
@@ -52,10 +60,24 @@ def judge(finding: Finding, case: Case) -> Outcome:
         return NOTHING
     index, arch, values = case.index, case.arch, case.values
     cond = finding.condition
+    # run once the model is built, it sees what a hook rewrote the choice
+    # into (``megamoe`` is ``auto`` with ``--moe-a2a-backend megamoe`` by then)
+    if finding.implements and values.becomes is not None and \
+            values.as_built(cond, arch) is not Tri.TRUE:
+        return NOTHING
     value = values(cond, arch)
     conditions: tuple[str, ...] = ()
     if value is not Tri.UNKNOWN:
         conditions = tuple(values.mode_conditions(cond, arch, value))
+    if value is Tri.TRUE and finding.implements and values.needs:
+        # the choice turns on other code (``--enable-lora``), which may run in
+        # place of the method that raises (LoRA's MoE layer replaces its core)
+        flags = ", ".join(flag_of(dest) for dest in values.needs)
+        return Outcome(caveats=tuple(finding_evidence(
+            index, finding, Role.GATE, FactKind.GATE,
+            args_of(effect="could-raise", arch=arch.name,
+                    undecided=f"whether the code {flags} turns on runs in place of "
+                              f"{finding.implements}()"))), conditions=conditions)
     if value is Tri.TRUE:
         return Outcome(blocking=tuple(finding_evidence(
             index, finding, Role.GATE, FactKind.GATE,
@@ -98,6 +120,14 @@ EXAMPLES = (
     Example("undecided (a model property): a caveat, never blocked", "gate",
             conj(X, neg(major("==", 10)), unknown("config.use_mla")), "sm120", "caveats",
             "could-raise"),
+    Example("an interface method's gate, for a choice that needs another option: a caveat",
+            "gate", X, "sm120", "caveats", "could-raise",
+            implements="FusedMoEMethodBase.apply", needs=("enable_lora",)),
+    Example("an interface method's gate, for a choice alone: blocked", "gate", X, "sm120",
+            "blocking", "raises", implements="FusedMoEMethodBase.apply"),
+    Example("an interface method's gate, for a choice a hook rewrites into one it admits",
+            "gate", X, "sm120", "nothing", implements="FusedMoEMethodBase.apply",
+            becomes="y"),
     Example("another choice's gate says nothing of this one", "gate",
             conj(OptionIs(DEST, frozenset({"y"})), neg(major("==", 10))), "sm120", "nothing"),
 )
