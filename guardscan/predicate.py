@@ -489,7 +489,14 @@ def atoms(pred: Predicate) -> list[Predicate]:
     return [pred]
 
 
-def leaves(pred: Predicate) -> list[Predicate]:
+#: ``leaves`` of compound predicates already walked, by identity (the entry
+#: holds the predicate, so its id is not reused while the entry lives): the
+#: linker and the judge ask it of the same shared conditions many times
+_LEAVES: dict[int, tuple[Predicate, tuple[Predicate, ...]]] = {}
+_LEAVES_MAX = 1 << 17
+
+
+def leaves(pred: Predicate) -> tuple[Predicate, ...]:
     """The leaves of a predicate in order, each shared part walked once: what
     ``atoms`` gives without the repeats a shared part brings (the linker's
     conditions share their parts widely). For any question of which leaves
@@ -499,9 +506,14 @@ def leaves(pred: Predicate) -> list[Predicate]:
     >>> [a.describe() for a in leaves(conj(part, neg(part)))]
     ['capability major == 9', '? x']
     """
+    if not isinstance(pred, (And, Or, Not)):
+        return (pred,)
+    known = _LEAVES.get(id(pred))
+    if known is not None and known[0] is pred:
+        return known[1]
     out: list[Predicate] = []
     seen: set[int] = set()
-    stack = [pred]
+    stack: list[Predicate] = [pred]
     while stack:
         p = stack.pop()
         if isinstance(p, (And, Or, Not)):
@@ -514,7 +526,11 @@ def leaves(pred: Predicate) -> list[Predicate]:
                 stack.extend(reversed(p.items))
         else:
             out.append(p)
-    return out
+    found = tuple(out)
+    if len(_LEAVES) >= _LEAVES_MAX:
+        _LEAVES.clear()
+    _LEAVES[id(pred)] = (pred, found)
+    return found
 
 
 def mentions_device(pred: Predicate) -> bool:
