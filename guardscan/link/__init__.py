@@ -29,7 +29,9 @@ atoms). The kinds, one recogniser each:
   method's config class. Every guard in the quantization directories carries
   the condition under which the methods run its code: ``QuantIs`` of the
   methods whose path reaches it (``method_paths``), so under
-  ``--quantization X`` only X's code is evidence.
+  ``--quantization X`` only X's code is evidence; a class X builds only for
+  the checkpoints that pick it, among others of its interface, carries
+  ``? the checkpoint picks`` it (``checkpoint_picks``).
 - ``import``: a module-level name bound only under a device guard (no binding
   in the other branch) and used by the choice's own module: where the guard is
   false the name does not exist and the choice fails with NameError.
@@ -59,7 +61,8 @@ Where each part lives: ``model`` (findings, hops, kernel calls; the
 ``gates`` (gates, defaults, calls followed), ``regions`` (registered
 functions), ``named`` (modules named for a choice), ``quantization`` (method
 tables, thresholds, and the condition of the methods' code),
-``method_paths`` (the code each method runs), ``help_claims`` (help text), ``companions`` (options a choice needs),
+``method_paths`` (the code each method runs), ``checkpoint_picks`` (classes
+a checkpoint picks), ``help_claims`` (help text), ``companions`` (options a choice needs),
 ``alias_tables`` (tables of deprecated choices), ``units`` (incremental
 replay), ``collect`` (the driver).
 """

@@ -37,12 +37,14 @@ from typing import TYPE_CHECKING
 from guardscan.guards import ClassV, ExtV, FuncV
 from guardscan.index.facts import CallFact, ClassFact, FunctionFact
 from guardscan.index.observe import FactsView
+from guardscan.link.checkpoint_picks import picked_alternatives, picked_way, picks
 from guardscan.link.conditions import option_atoms
 from guardscan.link.recorded import RecordedMemo
 from guardscan.predicate import (
     TRUE,
     Predicate,
     QuantIs,
+    Unknown,
     atoms,
     conj,
     disj,
@@ -102,6 +104,8 @@ class _Edge:
     built: bool
     cls: Key | None
     reach: Reach
+    #: its way takes a test of the checkpoint as true (``link.checkpoint_picks``)
+    picked: bool = False
 
 
 @dataclass
@@ -289,7 +293,7 @@ class MethodPaths:
 
     # -- what one function runs ---------------------------------------------------------
     def edges(self, func: Key, cls: Key | None) -> list[_Edge]:
-        return self._edges.get((func, cls), lambda: list(self._edges_of(func, cls)))
+        return self._edges.get((func, cls), lambda: self._edges_of(func, cls))
 
     def _calls_in(self, facts: FactsView, qualname: str) -> list[CallFact]:
         """The calls in ``qualname`` and the functions nested in it."""
@@ -303,7 +307,31 @@ class MethodPaths:
         return [c for scope, calls in table.items() if scope == qualname or
                 scope.startswith(prefix) for c in calls]
 
-    def _edges_of(self, func: Key, cls: Key | None) -> Iterator[_Edge]:
+    def _edges_of(self, func: Key, cls: Key | None) -> list[_Edge]:
+        """What ``func`` runs and builds; a class it builds only for the
+        checkpoints that pick it, among others of its interface, is built
+        where ``? the checkpoint picks`` it (``link.checkpoint_picks``)."""
+        found = list(self._edges_found(func, cls))
+        marked = picked_alternatives(((e.target, e.picked) for e in found if e.built),
+                                     self._interface)
+        if not marked:
+            return found
+        out = []
+        for edge in found:
+            if edge.picked and edge.target in marked:
+                pick = Unknown(f"the checkpoint picks {edge.target[1]}")
+                edge = _Edge(edge.target, edge.built, edge.cls,
+                             edge.reach.then(Reach(pick, pick)), True)
+            out.append(edge)
+        return out
+
+    def _interface(self, cls: Key) -> Key | None:
+        """The nearest interface among ``cls``'s in-tree bases
+        (``FusedMoEMethodBase``, ``QuarkMoEScheme``)."""
+        return next((key for key in self.mro(cls)[1:]
+                     if (info := self.info(key)) is not None and info.interface), None)
+
+    def _edges_found(self, func: Key, cls: Key | None) -> Iterator[_Edge]:
         rel, qualname = func
         facts = self.ctx.index.view(rel)
         if facts is None:
@@ -313,20 +341,28 @@ class MethodPaths:
         for call in self._calls_in(facts, qualname):
             if call.func in _NOT_RUN:
                 continue
+            picked = self._picked(facts, call.path, call.scope)
             target = self._callee(facts, call, cls, owner)
             if target is not None:
                 yield _Edge(target.target, target.built, target.cls,
-                            self._reach(facts, call.path, call.scope, built=target.built))
+                            self._reach(facts, call.path, call.scope, built=target.built),
+                            picked)
             # classes and functions handed over: built or called by the callee
             for text in (*call.args, *(v for _, v in call.kwargs)):
                 for value_edge in self._values(facts, text, call.scope, call.line, cls):
                     yield _Edge(value_edge.target, value_edge.built, value_edge.cls,
                                 self._reach(facts, call.path, call.scope,
-                                            built=value_edge.built).then(value_edge.reach))
+                                            built=value_edge.built).then(value_edge.reach),
+                                picked or value_edge.picked)
         for ret in facts.in_tree("returns", qualname):
+            picked = self._picked(facts, ret.path, ret.scope)
             for value_edge in self._values(facts, ret.value, ret.scope, ret.line, cls):
                 yield _Edge(value_edge.target, value_edge.built, value_edge.cls,
-                            self._reach(facts, ret.path, ret.scope).then(value_edge.reach))
+                            self._reach(facts, ret.path, ret.scope).then(value_edge.reach),
+                            picked or value_edge.picked)
+
+    def _picked(self, facts: FactsView, path: tuple[int, ...], scope: str) -> bool:
+        return picked_way(facts, path, lambda signed: self.conditions.cond(facts, signed, scope))
 
     def _callee(self, facts: FactsView, call: CallFact, cls: Key | None,
                 owner: Key | None) -> _Edge | None:
@@ -376,8 +412,11 @@ class MethodPaths:
         if isinstance(node, ast.IfExp):
             test = self.ctx.vocab.predicate(unparse(node.test), facts.rel, scope, line).predicate
             kept = decidable(test)
-            yield from self._value_nodes(facts, node.body, scope, line, cls,
-                                         reach.then(Reach(test, test if kept else TRUE)))
+            picked = picks(test, unparse(node.test))
+            for body in self._value_nodes(facts, node.body, scope, line, cls,
+                                          reach.then(Reach(test, test if kept else TRUE))):
+                yield _Edge(body.target, body.built, body.cls, body.reach,
+                            body.picked or picked)
             yield from self._value_nodes(facts, node.orelse, scope, line, cls,
                                          reach.then(Reach(neg(test), neg(test) if kept
                                                           else TRUE)))
