@@ -74,3 +74,7 @@ def test_without_the_method_nothing_is_refused() -> None:
     triton = next(b for b in result.backends
                   if (b.option, b.choice, b.arch) == (MOE, "triton", "sm100"))
     assert "blocked with --quantization nvfp4" in triton.conditions
+    # under the method lora_marlin only gets a caveat: no "blocked with" either
+    lora = next(b for b in result.backends
+                if (b.option, b.choice, b.arch) == (MOE, "lora_marlin", "sm100"))
+    assert lora.conditions == ("needs --enable-lora",)

@@ -90,9 +90,12 @@ def test_0523_modelopt_fp4_moe_gate(analysis_0523_modelopt_fp4: Any) -> None:
     # auto becomes marlin on (8, 0) <= capability < (10, 0) (modelopt_quant.py:3118)
     marlin = _verdict(analysis, "--moe-runner-backend", "marlin", "sm90")
     assert marlin.verdict.value == "supported", _show(marlin)
-    # the gate lets Blackwell through; nothing says triton's kernels run there
+    # the gate lets Blackwell through, but the method's apply has no branch
+    # for triton: it ends in raise NotImplementedError on every arch
     blackwell = _verdict(analysis, "--moe-runner-backend", "triton", "sm100")
-    assert blackwell.verdict.value == "unknown", _show(blackwell)
+    assert blackwell.verdict.value == "blocked", _show(blackwell)
+    assert _has(blackwell, "sglang/srt/layers/quantization/modelopt_quant.py",
+                "raise NotImplementedError("), _show(blackwell)
 
 
 def test_0523_without_quantization_the_method_gate_is_a_condition(analysis_0523: Any) -> None:

@@ -350,9 +350,11 @@ def test_choices_whose_names_do_not_fit_are_the_other_marked_ones() -> None:
 
 def test_the_founding_question_fits_on_a_screen() -> None:
     """Issue 23: the sm120 report of sglang 0.5.23 under ``--quantization
-    modelopt_fp4`` is at most 60 lines, leads with the MoE runner and the FP4
+    modelopt_fp4`` fits on a screen, leads with the MoE runner and the FP4
     GEMM answers (either first), and repeats no line. Read from its block in docs/cli.md, which
-    ``test_docs`` holds equal to what guardscan prints now."""
+    ``test_docs`` holds equal to what guardscan prints now. (60 lines when
+    issue 23 closed; the MoE runners NVFP4's ``apply`` refuses, and ``pplx``
+    whose runner becomes ``deep_gemm``, added two ``avoid`` lines.)"""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = "guardscan sglang==0.5.23 --arch sm120 --quantization modelopt_fp4"
     begin = page.index(f"<!-- begin: output {command} -->")
@@ -360,7 +362,7 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     body = block.split("```console\n", 1)[1].rsplit("```", 1)[0]
     lines = [line for line in body.splitlines() if not line.startswith("$ ")
              and not line.startswith("    --")]
-    assert len(lines) <= 60, len(lines)
+    assert len(lines) <= 62, len(lines)
     options = [line.split()[0] for line in lines if line.startswith("--")]
     # the two answers the question is about come first (in the order of how
     # many choices the kernel library decides in each)

@@ -87,6 +87,8 @@ def judge(finding: Finding, case: Case) -> Outcome:
     if value is Tri.UNKNOWN:
         could, methods, undecided = values.undecided_gate(cond, arch, case.every,
                                                           list(case.all_archs))
+        if finding.implements and values.needs:
+            methods = ()  # under those methods it is a caveat for this choice (above)
         if not could:
             return NOTHING
         if undecided is None:
