@@ -341,28 +341,31 @@ class MethodPaths:
         for call in self._calls_in(facts, qualname):
             if call.func in _NOT_RUN:
                 continue
-            picked = self._picked(facts, call.path, call.scope)
             target = self._callee(facts, call, cls, owner)
             if target is not None:
                 yield _Edge(target.target, target.built, target.cls,
                             self._reach(facts, call.path, call.scope, built=target.built),
-                            picked)
+                            self._picked(facts, call.path, call.scope, target))
             # classes and functions handed over: built or called by the callee
             for text in (*call.args, *(v for _, v in call.kwargs)):
                 for value_edge in self._values(facts, text, call.scope, call.line, cls):
                     yield _Edge(value_edge.target, value_edge.built, value_edge.cls,
                                 self._reach(facts, call.path, call.scope,
                                             built=value_edge.built).then(value_edge.reach),
-                                picked or value_edge.picked)
+                                self._picked(facts, call.path, call.scope, value_edge))
         for ret in facts.in_tree("returns", qualname):
-            picked = self._picked(facts, ret.path, ret.scope)
             for value_edge in self._values(facts, ret.value, ret.scope, ret.line, cls):
                 yield _Edge(value_edge.target, value_edge.built, value_edge.cls,
                             self._reach(facts, ret.path, ret.scope).then(value_edge.reach),
-                            picked or value_edge.picked)
+                            self._picked(facts, ret.path, ret.scope, value_edge))
 
-    def _picked(self, facts: FactsView, path: tuple[int, ...], scope: str) -> bool:
-        return picked_way(facts, path, lambda signed: self.conditions.cond(facts, signed, scope))
+    def _picked(self, facts: FactsView, path: tuple[int, ...], scope: str,
+                edge: _Edge) -> bool:
+        """Whether a class built (``edge``) is the checkpoint's pick: by the
+        way to the call, or by the branch of the value that names it (only
+        a built class's way is asked)."""
+        return edge.built and (edge.picked or picked_way(
+            facts, path, lambda signed: self.conditions.cond(facts, signed, scope)))
 
     def _callee(self, facts: FactsView, call: CallFact, cls: Key | None,
                 owner: Key | None) -> _Edge | None:
