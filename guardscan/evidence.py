@@ -63,6 +63,7 @@ class FactKind(str, enum.Enum):
     TABLE = "table"  # a per-architecture table
     # beside the source (room for the kinds that the next readers add)
     CPP_CHECK = "cpp-check"  # an explicit check in the C++/CUDA sources
+    ARGUMENT_CHECK = "argument-check"  # a raise on the arguments the caller passes
     BINARY = "binary"  # the architectures a compiled package holds code for
     FIELD = "field"  # a field report: what users saw, with its URL
 
@@ -94,13 +95,14 @@ HOP_KINDS = frozenset({FactKind.OPTION, FactKind.LINK, FactKind.CALL, FactKind.G
 KERNEL_FACT_KINDS = frozenset({FactKind.DECORATOR, FactKind.BACKEND_REQUIREMENT,
                                FactKind.CHECK, FactKind.ARTIFACTS, FactKind.JIT_SPEC,
                                FactKind.DISPATCH, FactKind.TABLE, FactKind.CPP_CHECK,
-                               FactKind.BINARY})
+                               FactKind.BINARY, FactKind.ARGUMENT_CHECK})
 
 _TIERS = {
     FactKind.DECORATOR: "a",
     FactKind.BACKEND_REQUIREMENT: "a",
     FactKind.CHECK: "a",
     FactKind.CPP_CHECK: "a",
+    FactKind.ARGUMENT_CHECK: "a",
     FactKind.ARTIFACTS: "b",
     FactKind.BINARY: "b",
     FactKind.JIT_SPEC: "c",

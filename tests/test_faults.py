@@ -133,10 +133,10 @@ def test_a_kernel_question_that_raises_is_unknown_and_reported(
     bad = KernelCall(MOE, TRUE, "flashinfer.gemm.mm_fp4", RUNNER, 9)
     original = LibraryJudge._compute
 
-    def faulty(self, target, backend, arch):  # type: ignore[no-untyped-def]
+    def faulty(self, target, backend, arch, args=None):  # type: ignore[no-untyped-def]
         if target == bad.target:
             raise Injected("injected")
-        return original(self, target, backend, arch)
+        return original(self, target, backend, arch, args)
 
     monkeypatch.setattr(LibraryJudge, "_compute", faulty)
     sm90 = parse_arch("sm90")

@@ -15,12 +15,17 @@ form, each in its own module with its examples in the docstring:
                             flashinfer-cubin's file list and kernel tables
     cpp_checks.py           module.trtllm_paged_attention_decode(...) -> the C++ export's
                             FLASHINFER_CHECK(mSM == kSM_100 || ...) (``guardscan.cpp``)
+    argument_check.py       if counter is not None: raise ...  (decided by what the caller
+                            passes: ``arguments.py`` reads those tests)
+    auto_backend.py         if backend == "auto": ... backend = "xqa"  (FlashInfer's own pick)
 
 ``support.py`` combines them along the call graph; ``library.py`` holds the
 result (``KernelLibrary``) and builds it (``build_kernel_library``).
 """
 
+from guardscan.kernels.argument_check import recognise_argument_checks
 from guardscan.kernels.artifacts import recognise_artifacts
+from guardscan.kernels.auto_backend import read_auto_backend
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.callgraph import function_edges
 from guardscan.kernels.check import recognise_checks
@@ -38,7 +43,8 @@ from guardscan.kernels.support import Outcome
 #: with its module's docstring
 RECOGNISERS = [recognise_decorators, recognise_backend_requirement, recognise_jit_specs,
                recognise_dispatch, recognise_checks, collect_exports, function_edges,
-               recognise_artifacts, recognise_cubin_package, recognise_cpp_checks]
+               recognise_artifacts, recognise_cubin_package, recognise_cpp_checks,
+               recognise_argument_checks, read_auto_backend]
 
 __all__ = [
                "FACT_KINDS",

@@ -28,9 +28,10 @@ Example
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from guardscan.index.facts import CallFact, FunctionFact
+from guardscan.index.facts import CallFact, CondPath, FunctionFact
 from guardscan.kernels.conditions import BACKEND_OPTION
 from guardscan.kernels.paths import PathReader
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
@@ -105,8 +106,12 @@ def _callee(resolver: Resolver, table: ModuleSymbols, call: CallFact) -> tuple[s
 
 
 def function_edges(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
-                   paths: PathReader) -> tuple[list[Edge], list[tuple[str, str, str, int]]]:
-    """Outgoing edges of one function, and the callees that could not be resolved."""
+                   paths: PathReader,
+                   condition: Callable[[str, CondPath], Predicate] | None = None,
+                   ) -> tuple[list[Edge], list[tuple[str, str, str, int]]]:
+    """Outgoing edges of one function, and the callees that could not be
+    resolved; ``condition``: how a call's path reads (default: as the
+    library's facts read it, ``PathReader.path_predicate``)."""
     caller = f"{table.module}.{fn.qualname}"
     scopes = _own_scopes(table, fn)
     keyed = _backend_keyed_calls(table, fn)
@@ -119,13 +124,14 @@ def function_edges(resolver: Resolver, table: ModuleSymbols, fn: FunctionFact,
         if callee is None:
             continue
         path = paths.effective_path(table, call.scope, call.line, call.path)
-        condition = paths.path_predicate(table, call.scope, path)
+        when = condition(call.scope, path) if condition is not None \
+            else paths.path_predicate(table, call.scope, path)
         backend = keyed.get((call.line, call.func))
         if backend is not None:
-            condition = conj(condition, OptionIs(BACKEND_OPTION, frozenset({backend})))
+            when = conj(when, OptionIs(BACKEND_OPTION, frozenset({backend})))
         edges.append(Edge(
             caller, callee, table.rel, call.line, paths.path_text(table, call.scope, path),
-            paths.mentions_device(table, call.scope, path), condition, "call",
+            paths.mentions_device(table, call.scope, path), when, "call",
         ))
     later = Unknown(f"defined in {fn.name}, called later")
     for nested in table.functions.values():

@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from guardscan.guards import Vocabulary
 from guardscan.guards.values import ConstV, DevQ, OptV, Value
 from guardscan.index import Index
+from guardscan.kernels.arguments import read_argument_test
 from guardscan.predicate import (
     OptionIs,
     Predicate,
@@ -107,20 +108,29 @@ class CapabilityReader:
 
     def read(self, text: str, rel: str, scope: str, line: int,
              names: Mapping[str, str], consts: Mapping[str, object] | None = None,
-             params: frozenset[str] = frozenset()) -> Predicate | None:
+             params: frozenset[str] = frozenset(),
+             arguments: Mapping[str, str] | None = None,
+             backend_first: bool = False) -> Predicate | None:
         """The condition as a Predicate, or ``None`` when it is not about the device.
 
         ``names``: local name -> quantity; ``consts``: local names bound to
         literal tables (``backend_modules = {"100": gen_sm100, ...}`` -> its keys);
         ``params``: the function's parameters (a ``backend`` parameter compared
-        with backend names reads as the backend option).
+        with backend names reads as the backend option); ``arguments``: when
+        given (parameter -> default text), a test of one of those parameters
+        reads as its argument state (``kernels.arguments``), decided by what
+        a caller passes; ``backend_first``: ``backend`` is the backend the
+        call runs whatever the function assigns it (its assignments are the
+        ``auto`` resolution the solver makes first, ``kernels.auto_backend``).
         """
         given = given_names(names, consts, params)
         first = frozenset(names)
+        if backend_first and BACKEND_OPTION in given:
+            first |= {BACKEND_OPTION}
         node = parse_expr(text)
         if node is None:
-            return self._leaf(text, rel, scope, line, given, first)
-        return self._node(node, text, rel, scope, line, given, first)
+            return self._leaf(text, rel, scope, line, given, first, arguments)
+        return self._node(node, text, rel, scope, line, given, first, arguments)
 
     def quantity(self, text: str, rel: str, scope: str, line: int,
                  names: Mapping[str, str]) -> str | None:
@@ -141,7 +151,8 @@ class CapabilityReader:
         return _QUANTITY.get(value.kind) if isinstance(value, DevQ) else None
 
     def _leaf(self, text: str, rel: str, scope: str, line: int,
-              given: Mapping[str, Value], first: frozenset[str]) -> Predicate | None:
+              given: Mapping[str, Value], first: frozenset[str],
+              arguments: Mapping[str, str] | None = None) -> Predicate | None:
         pred = self.vocabulary.predicate_given(text, rel, scope, line, given, first)
         if mentions_device(pred):
             return pred
@@ -150,18 +161,20 @@ class CapabilityReader:
         if parts and all(isinstance(a, OptionIs) and a.option == BACKEND_OPTION
                          for a in parts):
             return pred
-        return None
+        return read_argument_test(text, arguments) if arguments else None
 
     def _node(self, node: ast.AST, src: str, rel: str, scope: str, line: int,
-              given: Mapping[str, Value], first: frozenset[str]) -> Predicate | None:
+              given: Mapping[str, Value], first: frozenset[str],
+              arguments: Mapping[str, str] | None = None) -> Predicate | None:
         if isinstance(node, ast.BoolOp):
-            parts = [self._node(v, src, rel, scope, line, given, first) for v in node.values]
+            parts = [self._node(v, src, rel, scope, line, given, first, arguments)
+                     for v in node.values]
             if all(p is None for p in parts):
                 return None
             filled = [p if p is not None else Unknown(segment(src, v) or "?")
                       for p, v in zip(parts, node.values)]
             return conj(*filled) if isinstance(node.op, ast.And) else disj(*filled)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = self._node(node.operand, src, rel, scope, line, given, first)
+            inner = self._node(node.operand, src, rel, scope, line, given, first, arguments)
             return neg(inner) if inner is not None else None
-        return self._leaf(segment(src, node), rel, scope, line, given, first)
+        return self._leaf(segment(src, node), rel, scope, line, given, first, arguments)

@@ -18,6 +18,9 @@ from guardscan.predicate import Tri
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
 
+#: the arguments a call passes (``link.kernel_args``), as the library takes them
+Args = tuple[tuple[str, str], ...] | None
+
 if TYPE_CHECKING:
     from guardscan.kernels.cubins import CubinSource
     from guardscan.kernels.library import KernelLibrary
@@ -52,8 +55,8 @@ class LibraryJudge(KernelJudge):
         self.cubins = cubins
         self.package = index.tree.package
         self.unresolved: dict[str, tuple[str, int]] = {}
-        self._memo: dict[tuple[str, str | None, Arch], tuple[Tri, list[Evidence]]] = {}
-        self._delegates: dict[tuple[str, str | None, Arch], str] = {}
+        self._memo: dict[tuple[str, str | None, Arch, Args], tuple[Tri, list[Evidence]]] = {}
+        self._delegates: dict[tuple[str, str | None, Arch, Args], str] = {}
         self._answers = answers
         self._library: KernelLibrary | None = None
         self._replayed = False
@@ -76,7 +79,7 @@ class LibraryJudge(KernelJudge):
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         if not self.covers(call):
             return Tri.UNKNOWN, []
-        key = (call.target, call.backend, arch)
+        key = (call.target, call.backend, arch, call.args)
         if key in self._memo:
             return self._memo[key]
         answers = self._answers
@@ -88,11 +91,12 @@ class LibraryJudge(KernelJudge):
                 # a question the last scan did not ask here: bring the library
                 # to the state a scan without the cache would be in by now
                 self._replayed = True
-                for (target, backend, old_arch), *_ in answers.asked:
+                for (target, backend, old_arch, args), *_ in answers.asked:
                     self._compute(str(target), backend if isinstance(backend, str) else None,
-                                  cast(Arch, old_arch))
+                                  cast(Arch, old_arch), cast(Args, args))
             try:
-                value, chain, resolved, delegate = self._compute(call.target, call.backend, arch)
+                value, chain, resolved, delegate = self._compute(call.target, call.backend, arch,
+                                                                 call.args)
             except Exception as exc:  # noqa: BLE001 - one kernel question never stops the scan
                 # undecided, reported, and not stored: a later scan asks again
                 self.faults.append(internal_error(
@@ -119,18 +123,20 @@ class LibraryJudge(KernelJudge):
         a helper on the path, its answer that building block's."""
         if not self.covers(call):
             return None
-        key = (call.target, call.backend, arch)
+        key = (call.target, call.backend, arch, call.args)
         if key not in self._memo:
             self.support(call, arch)
         return self._delegates.get(key)
 
-    def _compute(self, target: str, backend: str | None, arch: Arch) -> KernelAnswer:
+    def _compute(self, target: str, backend: str | None, arch: Arch,
+                 args: Args = None) -> KernelAnswer:
         """(support, evidence chain, whether the library defines ``target``, the
-        public function that decides a TRUE below it or "")."""
+        public function that decides a TRUE below it or ""); ``args``: what
+        the caller passes, when known."""
         function = self.library.resolve(target)
         if function is None:
             return Tri.UNKNOWN, [], False, ""
-        outcome = self.library.outcome(function, arch, backend)
+        outcome = self.library.outcome(function, arch, backend, args)
         chain = list(outcome.chain)
         if outcome.value is Tri.UNKNOWN and not chain and outcome.caveats:
             # excluded below, under a condition not decided here: a doubt,

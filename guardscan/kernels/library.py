@@ -14,14 +14,18 @@ tree is imported or executed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Iterable
 
 from guardscan.arch import Arch
 from guardscan.index import Index
-from guardscan.index.facts import FunctionFact
+from guardscan.index.facts import CondPath, FunctionFact
 from guardscan.kernels import backend_requirement, decorator, jit_spec
+from guardscan.kernels.argument_check import recognise_argument_checks
+from guardscan.kernels.arguments import argument_options
 from guardscan.kernels.artifacts import CubinList, cubin_lists, recognise_artifacts
+from guardscan.kernels.auto_backend import read_auto_backend
 from guardscan.kernels.backend_requirement import recognise_backend_requirement
 from guardscan.kernels.bindings import Bindings
 from guardscan.kernels.callers import CallerFiles
@@ -36,7 +40,7 @@ from guardscan.kernels.exports import collect_exports
 from guardscan.kernels.jit_spec import recognise_jit_specs
 from guardscan.kernels.model import BackendCheck, Branch, KernelFact
 from guardscan.kernels.paths import PathReader
-from guardscan.kernels.support import Outcome, SupportSolver
+from guardscan.kernels.support import Args, CallerView, Outcome, SupportSolver
 from guardscan.kernels.symbols import ModuleSymbols, Resolver
 from guardscan.predicate import FALSE, TRUE, Predicate, Tri, conj, disj
 from guardscan.results import Evidence
@@ -89,7 +93,10 @@ class KernelLibrary:
         self._cubin_lists: dict[str, CubinList] | None = None
         #: the C++ checks of the JIT modules' exports (``kernels.cpp_checks``)
         self.cpp_checks = CppChecks(index, self.resolver, self.source_files)
-        self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text)
+        self._views: dict[str, CallerView | None] = {}
+        self._argument_edges: dict[str, list[Edge]] = {}
+        self.solver = SupportSolver(self._facts_for, self._edges_of, self.resolver.line_text,
+                                    self._caller_view)
 
     # -- building ------------------------------------------------------------------------
     def scan(self) -> None:
@@ -246,7 +253,10 @@ class KernelLibrary:
 
     def _edges_of(self, function: str, backend: str | None) -> list[Edge]:
         self.expand(function)
-        edges = self._edges.get(function, [])
+        return self._with_check(function, self._edges.get(function, []), backend)
+
+    def _with_check(self, function: str, edges: list[Edge], backend: str | None) -> list[Edge]:
+        """``edges``, and the chosen backend's check function as a required edge."""
         check = self._chosen_check(function, backend)
         if check is None or not self.resolver.function_fact(check.check):
             return edges
@@ -261,6 +271,44 @@ class KernelLibrary:
             if check.backend == backend:
                 return check
         return None
+
+    def _caller_view(self, function: str) -> CallerView | None:
+        """What a caller's arguments decide in ``function`` (``support``), read
+        the first time a caller with known arguments reaches it."""
+        if function not in self._views:
+            found = self.resolver.function_fact(function)
+            view = None
+            if found is not None:
+                table, fn = found
+                auto = read_auto_backend(self.resolver, table, fn, self.paths)
+                # ``backend`` is the backend the call runs where the function
+                # never reassigns it, or only hands it back and resolves ``auto``
+                first = auto is not None or not any(
+                    a.targets == (BACKEND_OPTION,)
+                    for a in table.scope_assigns.get(fn.qualname, []))
+                view = CallerView(
+                    functools.partial(argument_options, fn),
+                    tuple(recognise_argument_checks(self.resolver, table, fn, self.paths, first)),
+                    auto, functools.partial(self._caller_edges, table, fn, first))
+            self._views[function] = view
+        return self._views[function]
+
+    def _caller_edges(self, table: ModuleSymbols, fn: FunctionFact, backend_first: bool,
+                      backend: str | None) -> list[Edge]:
+        """``_edges_of``, each call's path read with the caller's arguments."""
+        key = f"{table.module}.{fn.qualname}"
+        self.expand(key)
+        if key not in self._argument_edges:
+            arguments = self.paths.arguments(table, fn)
+            paths = self.paths
+
+            def condition(scope: str, path: CondPath) -> Predicate:
+                return paths.argument_path(table, paths.kept(table, scope, path), arguments,
+                                           backend_first)
+
+            edges, _ = function_edges(self.resolver, table, fn, paths, condition)
+            self._argument_edges[key] = [*edges, *self._table_edges.get(key, [])]
+        return self._with_check(key, self._argument_edges[key], backend)
 
     def _facts_for(self, function: str, backend: str | None) -> list[KernelFact]:
         """The function's facts; with a chosen backend, its backend-requirement fact
@@ -303,12 +351,15 @@ class KernelLibrary:
         value = literal(parse_expr(default)) if default else None
         return value if isinstance(value, str) else None
 
-    def outcome(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:
-        """``support`` with its caveats (FALSE facts on calls made only sometimes)."""
+    def outcome(self, function: str, arch: Arch, backend: str | None = None,
+                args: Args = None) -> Outcome:
+        """``support`` with its caveats (FALSE facts on calls made only
+        sometimes); ``args``: the arguments the caller passes, when known
+        (``kernels.arguments``)."""
         function_id = self.constructor(self.resolve(function) or function)
         if backend is None:
             backend = self.default_backend(function_id)
-        return self.solver.solve(function_id, arch, backend)
+        return self.solver.solve(function_id, arch, backend, args)
 
     def constructor(self, name: str) -> str:
         """A class's ``__init__`` when ``name`` is a class that defines one

@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 FACT_KINDS = ("decorator", "backend-requirement", "jit-spec", "dispatch", "check", "artifacts",
-              "cpp-check")
+              "cpp-check", "argument-check")
 
 #: How much a fact of each kind says about *which kernels exist* for an arch;
 #: when several facts decide, the evidence chain ends at the most specific one.
@@ -36,6 +36,7 @@ SPECIFICITY = {
     "backend-requirement": 6,
     "check": 5,
     "cpp-check": 5,
+    "argument-check": 5,
     "artifacts": 4,
     "jit-spec": 3,
     "dispatch": 2,
@@ -47,6 +48,7 @@ STRENGTH = {
     "backend-requirement": "tier a: explicit capability check, per backend",
     "check": "tier a: explicit raising check",
     "cpp-check": "tier a: explicit check in the C++ the wheel ships",
+    "argument-check": "tier a: a raising check on the arguments the caller passes",
     "artifacts": "tier b: precompiled cubins, they bound what a JIT spec may claim",
     "jit-spec": "tier c: what may compile, not which kernels exist",
     "dispatch": "a branch exists, its callee says more",

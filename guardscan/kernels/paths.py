@@ -10,10 +10,14 @@ keeps what cannot be decided undecided.
 
 from __future__ import annotations
 
-from guardscan.index.facts import CondPath
+from collections.abc import Mapping
+
+from guardscan.index.facts import CondPath, FunctionFact
+from guardscan.kernels.arguments import unassigned_params
 from guardscan.kernels.bindings import Bindings, ScopeNames
 from guardscan.kernels.conditions import CapabilityReader
 from guardscan.kernels.symbols import ModuleSymbols
+from guardscan.names import split_targets
 from guardscan.predicate import And, Or, Predicate, Unknown, conj, disj, mentions_device, neg
 
 __all__ = ["BRANCH_KINDS", "PathReader", "negate"]
@@ -39,6 +43,9 @@ class PathReader:
         self._memo: dict[tuple[str, int], Predicate | None] = {}
         self._ends: dict[tuple[str, str], dict[tuple[CondPath, int], int]] = {}
         self._validation: dict[tuple[str, str], set[int]] = {}
+        self._assigned: dict[tuple[str, str], dict[str, int]] = {}
+        self._argument_memo: dict[tuple[str, int, tuple[tuple[tuple[str, str], ...], bool]],
+                                  Predicate] = {}
 
     def names(self, table: ModuleSymbols, scope: str) -> ScopeNames:
         return self.bindings.scope_names(table, scope)
@@ -114,6 +121,12 @@ class PathReader:
         return tuple(i for i in path if not (
             i < 0 and -i in validation and self.cond_predicate(table, scope, i) is None))
 
+    def past_raises(self, table: ModuleSymbols, scope: str, path: CondPath) -> CondPath:
+        """``path`` without the tests whose branch only raises: what runs
+        after ``if bad: raise`` is the path of every call that returns."""
+        validation = self._validation_exits(table, scope)
+        return tuple(i for i in path if not (i < 0 and -i in validation))
+
     def _validation_exits(self, table: ModuleSymbols, scope: str) -> set[int]:
         """Tests whose branch raises at its top level and never returns."""
         key = (table.rel, scope)
@@ -129,6 +142,51 @@ class PathReader:
             text = table.facts.cond(index).text
             parts.append(text if index > 0 else f"not ({text})")
         return " and ".join(parts)
+
+    def arguments(self, table: ModuleSymbols, fn: FunctionFact) -> dict[str, str]:
+        """The parameters of ``fn`` -> their default's text: the ones a
+        caller's arguments decide (``kernels.arguments``), each until the
+        body first reassigns it (``argument_path`` drops it from there)."""
+        return unassigned_params(fn, set())
+
+    def _first_assigned(self, table: ModuleSymbols, scope: str) -> dict[str, int]:
+        """Name -> the line of its first assignment in ``scope``."""
+        key = (table.rel, scope)
+        if key not in self._assigned:
+            first: dict[str, int] = {}
+            for assign in table.scope_assigns.get(scope, []):
+                for target in assign.targets:
+                    for name in split_targets(target):
+                        first[name] = min(first.get(name, assign.line), assign.line)
+            self._assigned[key] = first
+        return self._assigned[key]
+
+    def argument_path(self, table: ModuleSymbols, path: CondPath,
+                      arguments: Mapping[str, str], backend_first: bool = False) -> Predicate:
+        """When a statement on ``path`` runs, every test on it read, the
+        tests of ``arguments`` not yet reassigned there as their argument
+        states (no test left out: an input check is what these paths are
+        asked about); ``backend_first``: see ``CapabilityReader.read``."""
+        key = (tuple(sorted(arguments.items())), backend_first)
+        parts = []
+        for index in path:
+            memo_key = (table.rel, abs(index), key)
+            if memo_key not in self._argument_memo:
+                cond = table.facts.cond(index)
+                pred: Predicate | None = None
+                if cond.kind in BRANCH_KINDS:
+                    scope = table.facts.cond_scope[abs(index) - 1]
+                    names = self.names(table, scope)
+                    assigned = self._first_assigned(table, scope)
+                    live = {p: d for p, d in arguments.items()
+                            if assigned.get(p, cond.line) >= cond.line}
+                    pred = self.reader.read(cond.text, table.rel, scope, cond.line,
+                                            names.quantities, names.consts, names.params,
+                                            live, backend_first)
+                self._argument_memo[memo_key] = pred if pred is not None else Unknown(cond.text)
+            pred = self._argument_memo[memo_key]
+            parts.append(pred if index > 0 else neg(pred))
+        return conj(*parts)
 
     def mentions_device(self, table: ModuleSymbols, scope: str, path: CondPath) -> bool:
         """Whether a condition on the path is about the device (a capability ``select``)."""

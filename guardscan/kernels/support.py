@@ -24,6 +24,12 @@ into TRUE or FALSE by itself):
   UNKNOWN with that check as its chain (the function is arch-restricted and
   guardscan cannot tell whether ``A`` is among what it allows), not
   arch-neutral UNKNOWN (no chain).
+* A caller's arguments (``solve(..., args=)``, what SGLang's call passes,
+  ``kernels.arguments``) decide the function it calls, not its callees: its
+  tests of those parameters, its ``backend="auto"`` resolution
+  (``kernels.auto_backend``: the backend becomes the one picked on the arch)
+  and its raising checks on them (``argument-check``), which can exclude
+  but are never support.
 * One exception, where facts disagree: when every exclusion comes from a JIT
   spec (what *compiles*) and a declaration on the path (``@supported_compute_
   capability``, ``@backend_requirement``) includes ``A``, the declaration, the
@@ -43,8 +49,10 @@ note names the other one.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from guardscan.arch import FAR_FUTURE, Arch
 from guardscan.evidence import FactKind, args_of
@@ -55,7 +63,34 @@ from guardscan.kernels.model import SPECIFICITY, STRENGTH, KernelFact
 from guardscan.predicate import Context, Predicate, Tri, atoms
 from guardscan.results import Evidence, Role
 
-__all__ = ["FAR_FUTURE", "MAX_DEPTH", "Outcome", "SupportSolver", "deny_list"]
+if TYPE_CHECKING:
+    from guardscan.kernels.auto_backend import AutoBackend
+
+__all__ = ["FAR_FUTURE", "MAX_DEPTH", "Args", "CallerView", "Outcome", "SupportSolver", "deny_list"]
+
+#: The arguments a caller passes: (keyword, or position as digits, state), or
+#: None when they are not known
+Args = tuple[tuple[str, str], ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallerView:
+    """What a caller's arguments decide in one function: the argument states
+    a call gives (``options``), its raising checks on them and its ``auto``
+    resolution."""
+
+    options: Callable[[tuple[tuple[str, str], ...]], dict[str, str]]
+    checks: tuple[KernelFact, ...] = ()
+    auto: AutoBackend | None = None
+    #: the function's call edges, their conditions read as ``checks`` are
+    #: (by the backend the call runs)
+    edges: Callable[[str | None], Iterable[Edge]] | None = None
+
+    def usable(self, states: dict[str, str]) -> bool:
+        """Whether ``backend`` keeps, up to the ``auto`` resolution, the
+        value the caller passes: every earlier assignment hands it back."""
+        return self.auto is None or all(k.hands_back(states) for k in self.auto.kept)
+
 
 #: Longer call chains are cut (UNKNOWN); real ones are under a dozen hops.
 MAX_DEPTH = 64
@@ -128,39 +163,69 @@ class SupportSolver:
 
     def __init__(self, facts_of: Callable[[str, str | None], list[KernelFact]],
                  edges_of: Callable[[str, str | None], Iterable[Edge]],
-                 line_text: Callable[[str, int], str]) -> None:
+                 line_text: Callable[[str, int], str],
+                 caller_view: Callable[[str], CallerView | None] | None = None) -> None:
         self.facts_of = facts_of
         self.edges_of = edges_of
         self.line_text = line_text
-        self._memo: dict[tuple[str, Arch, str | None], Outcome] = {}
+        self.caller_view = caller_view
+        self._memo: dict[tuple[str, Arch, str | None, Args], Outcome] = {}
 
-    def solve(self, function: str, arch: Arch, backend: str | None = None) -> Outcome:
-        return self._node(function, arch, backend, set(), 0)
+    def solve(self, function: str, arch: Arch, backend: str | None = None,
+              args: Args = None) -> Outcome:
+        return self._node(function, arch, backend, set(), 0, args)
 
     def _node(self, function: str, arch: Arch, backend: str | None, visiting: set[str],
-              depth: int) -> Outcome:
-        key = (function, arch, backend)
+              depth: int, args: Args = None) -> Outcome:
+        key = (function, arch, backend, args)
         if key in self._memo:
             return self._memo[key]
         if function in visiting or depth > MAX_DEPTH:
             return _NOTHING
         visiting.add(function)
         try:
-            outcome = self._combine(function, arch, backend, visiting, depth)
+            outcome = self._combine(function, arch, backend, visiting, depth, args)
         finally:
             visiting.discard(function)
         self._memo[key] = outcome
         return outcome
 
     def _combine(self, function: str, arch: Arch, backend: str | None, visiting: set[str],
-                 depth: int) -> Outcome:
+                 depth: int, args: Args = None) -> Outcome:
+        view = self.caller_view(function) if args is not None and self.caller_view else None
+        states = view.options(args) if view is not None and args is not None else {}
+        if view is not None and not view.usable(states):
+            view, states = None, {}
+        picked = []
+        if view is not None and view.auto is not None and backend == "auto":
+            pick = view.auto.resolve(arch, states)
+            if pick is not None:
+                # FlashInfer's own ``auto`` resolution, for this caller on this arch
+                backend = pick.value
+                picked.append(Evidence.of(
+                    pick.rel, pick.line, Role.KERNEL.value, self.line_text(pick.rel, pick.line),
+                    FactKind.KERNEL_CALL, args_of(
+                        edge="backend='auto' picks", caller=function.rpartition(".")[2],
+                        callee=pick.value, when=pick.when.describe(), select=Tri.TRUE.value)))
+        outcome = self._decide(function, arch, backend, visiting, depth, view, states)
+        if picked and outcome.chain:
+            outcome = dataclasses.replace(outcome, chain=(*picked, *outcome.chain))
+        return outcome
+
+    def _decide(self, function: str, arch: Arch, backend: str | None, visiting: set[str],
+                depth: int, view: CallerView | None, states: dict[str, str]) -> Outcome:
         # "auto" lets FlashInfer pick among its backends: which one runs stays open
         chosen = backend if backend and backend != "auto" else None
-        ctx = Context(arch=arch, options={BACKEND_OPTION: chosen} if chosen else {})
+        ctx = Context(arch=arch, options={**states, BACKEND_OPTION: chosen} if chosen else states)
         falses: list[_Candidate] = []
         trues: list[_Candidate] = []
         doubts: list[_Candidate] = []  # passing deny-lists, here or on a required callee
         caveats: list[tuple[Evidence, ...]] = []
+        for fact in view.checks if view is not None else ():
+            if fact.predicate.evaluate(ctx) is Tri.FALSE:
+                # an argument check passing says nothing of the arch: FALSE only
+                falses.append(_Candidate(SPECIFICITY.get(fact.kind, 1), (
+                    _fact_evidence(fact, Tri.FALSE),), fact.kind))
         for fact in self.facts_of(function, backend):
             value = fact.predicate.evaluate(ctx)
             rank = SPECIFICITY.get(fact.kind, 1)
@@ -177,7 +242,9 @@ class SupportSolver:
                         f"are not in the source: says nothing about {arch.name}"),), fact.kind))
                 else:
                     trues.append(_Candidate(rank, (_fact_evidence(fact, value),), fact.kind))
-        for edge in sorted(self.edges_of(function, backend), key=lambda e: (e.line, e.callee)):
+        edges = view.edges(backend) if view is not None and view.edges is not None \
+            else self.edges_of(function, backend)
+        for edge in sorted(edges, key=lambda e: (e.line, e.callee)):
             when = edge.condition.evaluate(ctx)
             if when is Tri.FALSE:
                 continue

@@ -140,6 +140,9 @@ class KernelCall:
     #: string that choice hands the kernel library), e.g. ("flashinfer_trtllm",
     #: "trtllm"); the verdict judges each choice's call with its own string
     backends: tuple[tuple[str, str], ...] = ()
+    #: the arguments the call passes, (keyword or position, state), when all
+    #: are read (``link.kernel_args``); None: not known
+    args: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass

@@ -21,6 +21,7 @@ from guardscan.guards import ExtV, FuncV
 from guardscan.index.observe import FactsView
 from guardscan.link.gates import literal_backend
 from guardscan.link.ifexp import conditional_calls
+from guardscan.link.kernel_args import call_arguments
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens, renamed
 from guardscan.predicate import (
@@ -143,7 +144,8 @@ class NamedModules:
                 out.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
-                    literal_backend(ctx.vocab, facts, call), choice, True))
+                    literal_backend(ctx.vocab, facts, call), choice, True,
+                    args=call_arguments(ctx, facts, call, self.registered, (dest, choice))))
 
     def _wrapper_kernel_calls(self, dest: str, choice: str, callee: FuncV, region: Predicate,
                               hops: tuple[Hop, ...], out: Found) -> None:

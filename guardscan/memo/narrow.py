@@ -40,6 +40,10 @@ __all__ = ["AskedBy", "Owners", "narrow"]
 Owners = dict[Diagnostic, tuple[tuple[str, str, int], ...]]
 
 
+#: a kernel question: (target, backend, arch name, the call's arguments)
+Question = tuple[str, str | None, str, tuple[tuple[str, str], ...] | None]
+
+
 class AskedBy(KernelJudge):
     """The kernel judge, recording which option asks which question, and where.
 
@@ -54,17 +58,17 @@ class AskedBy(KernelJudge):
         #: call target -> flag -> where that option first asked about it
         self.targets: dict[str, dict[str, tuple[str, int]]] = {}
         #: question (target, backend, arch) -> flag -> where that option first asked it
-        self.questions: dict[tuple[str, str | None, str], dict[str, tuple[str, int]]] = {}
+        self.questions: dict[Question, dict[str, tuple[str, int]]] = {}
         #: a failed kernel question's diagnostic -> the question
-        self.failed: dict[Diagnostic, tuple[str, str | None, str]] = {}
+        self.failed: dict[Diagnostic, Question] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._judge, name)
 
-    def _asked(self, call: KernelCall, arch: Arch) -> tuple[str, str | None, str]:
+    def _asked(self, call: KernelCall, arch: Arch) -> Question:
         where = (call.rel, call.line)
         self.targets.setdefault(call.target, {}).setdefault(self.option, where)
-        key = (call.target, call.backend, arch.name)
+        key = (call.target, call.backend, arch.name, call.args)
         self.questions.setdefault(key, {}).setdefault(self.option, where)
         return key
 

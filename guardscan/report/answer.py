@@ -112,6 +112,9 @@ _FACT_KINDS: dict[str, tuple[str, str, str]] = {
     "cpp-check": ("a capability check in the C++ the kernel library compiles",
                   "strong: the C++ raises there",
                   "strong: the C++ check lets it through"),
+    "argument-check": ("a check in the kernel library on the arguments SGLang's call passes",
+                       "strong: the call raises there with those arguments",
+                       "weak: passing it says nothing about the architecture"),
     "jit-spec": ("a JIT build spec (the architectures a module is compiled for)",
                  "strong: nothing is compiled for it, so the module cannot load",
                  ("moderate: the module compiles for it; which kernels it holds is "
