@@ -1,8 +1,9 @@
 """link (kernel arguments): which arguments a call into the kernel library passes, and whether each can be None.
 
 What it recognises
-    For a call from a module named for a choice into the kernel library, each
-    argument it passes, by keyword (or position), with its state
+    For a call into the kernel library that the linker ties to a choice (in
+    a module named for it, on a path followed from its code, or carrying its
+    ``backend=`` string), each argument it passes, by keyword (or position), with its state
     (``kernels.arguments``): ``None`` for the literal ``None``; ``given``
     (a value that is not ``None``) for another literal, for a call of an
     in-tree function whose return annotation is not optional (``->
@@ -45,13 +46,16 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from guardscan.guards.values import ClassV, FuncV
 from guardscan.index.facts import AssignFact, CallFact
 from guardscan.index.observe import FactsView
 from guardscan.link.context import LinkContext
-from guardscan.link.regions import RegisteredRegions
 from guardscan.predicate import Context, Tri
+
+if TYPE_CHECKING:
+    from guardscan.link.regions import RegisteredRegions
 from guardscan.syntax import NOT_LITERAL, literal, parse_expr
 
 __all__ = ["PASSED", "call_arguments"]
