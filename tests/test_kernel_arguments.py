@@ -18,11 +18,12 @@ from fixturetree import fixture, line_of, verdict_of, verdicts
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardscan.acquire import acquire
+from guardscan.acquire import SourceTree, acquire
 from guardscan.arch import parse_arch_list
 from guardscan.driver import ScanOptions, analyse
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
+from guardscan.kernels import build_kernel_library
 from guardscan.kernels.arguments import (
     DEFAULT,
     GIVEN,
@@ -149,3 +150,13 @@ def test_the_arguments_a_call_passes_through_a_dict_built_on_self() -> None:
         ("query", "passed"), ("seq_lens", "passed"), ("backend", "given"))
     # ``self.backend`` from the runner: the dict cannot be read
     assert _arguments_of("mla_open_backend", "mla_open") is None
+
+
+def test_only_a_function_that_reads_its_arguments_is_asked_with_them() -> None:
+    root = fixture(NAME)
+    files = tuple(sorted(p.relative_to(root).as_posix() for p in root.rglob("flashinfer/*.py")))
+    library = build_kernel_library(Index(SourceTree(root, "flashinfer", "0.0.0", files,
+                                                    str(root))))
+    # its checks and its ``auto`` read them; a leaf kernel reads none
+    assert library.reads_arguments("flashinfer.decode.mla_decode") is True
+    assert library.reads_arguments("flashinfer.decode._gen_decode") is False

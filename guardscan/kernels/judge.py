@@ -41,6 +41,7 @@ class AnswerStore(Protocol):
     the cache, it is handed one."""
 
     asked: list[tuple[tuple[object, ...], KernelAnswer, Notes]]
+    depends: dict[str, bool]
 
     def next(self, key: tuple[object, ...]) -> KernelAnswer | None: ...
     def record(self, key: tuple[object, ...], answer: KernelAnswer, notes: Notes = ()) -> None: ...
@@ -57,6 +58,7 @@ class LibraryJudge(KernelJudge):
         self.unresolved: dict[str, tuple[str, int]] = {}
         self._memo: dict[tuple[str, str | None, Arch, Args], tuple[Tri, list[Evidence]]] = {}
         self._delegates: dict[tuple[str, str | None, Arch, Args], str] = {}
+        self._depends: dict[str, bool] = {}
         self._answers = answers
         self._library: KernelLibrary | None = None
         self._replayed = False
@@ -79,7 +81,7 @@ class LibraryJudge(KernelJudge):
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         if not self.covers(call):
             return Tri.UNKNOWN, []
-        key = (call.target, call.backend, arch, call.args)
+        key = self._key(call, arch)
         if key in self._memo:
             return self._memo[key]
         answers = self._answers
@@ -96,7 +98,7 @@ class LibraryJudge(KernelJudge):
                                   cast(Arch, old_arch), cast(Args, args))
             try:
                 value, chain, resolved, delegate = self._compute(call.target, call.backend, arch,
-                                                                 call.args)
+                                                                 key[3])
             except Exception as exc:  # noqa: BLE001 - one kernel question never stops the scan
                 # undecided, reported, and not stored: a later scan asks again
                 self.faults.append(internal_error(
@@ -123,10 +125,31 @@ class LibraryJudge(KernelJudge):
         a helper on the path, its answer that building block's."""
         if not self.covers(call):
             return None
-        key = (call.target, call.backend, arch, call.args)
+        key = self._key(call, arch)
         if key not in self._memo:
             self.support(call, arch)
         return self._delegates.get(key)
+
+    def _key(self, call: KernelCall, arch: Arch) -> tuple[str, str | None, Arch, Args]:
+        """The question a call asks: its arguments only where the function
+        called reads them (``KernelLibrary.reads_arguments``), so call sites
+        that differ in nothing it reads ask one question (and a scan after an
+        edit asks the questions the last one did, answered from the cache)."""
+        if call.args is None:
+            return call.target, call.backend, arch, None
+        depends = self._depends.get(call.target)
+        if depends is None:
+            stored = self._answers.depends if self._answers is not None else {}
+            depends = stored.get(call.target)
+            if depends is None:
+                try:
+                    depends = self.library.reads_arguments(call.target)
+                except Exception:  # noqa: BLE001 - asked without them; the question reports it
+                    depends = False
+                if self._answers is not None:
+                    self._answers.depends[call.target] = depends
+            self._depends[call.target] = depends
+        return call.target, call.backend, arch, call.args if depends else None
 
     def _compute(self, target: str, backend: str | None, arch: Arch,
                  args: Args = None) -> KernelAnswer:

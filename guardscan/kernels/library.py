@@ -293,6 +293,20 @@ class KernelLibrary:
             self._views[function] = view
         return self._views[function]
 
+    def reads_arguments(self, name: str) -> bool:
+        """Whether what ``name`` (a public or module path) supports can
+        depend on the arguments its caller passes: it has raising checks on
+        them, resolves ``backend="auto"``, or a call edge whose condition
+        reads differently with them."""
+        function = self.constructor(self.resolve(name) or name)
+        view = self._caller_view(function)
+        if view is None:
+            return False
+        if view.checks or view.auto is not None:
+            return True
+        read = view.edges(None) if view.edges is not None else []
+        return [e.condition for e in read] != [e.condition for e in self._edges_of(function, None)]
+
     def _caller_edges(self, table: ModuleSymbols, fn: FunctionFact, backend_first: bool,
                       backend: str | None) -> list[Edge]:
         """``_edges_of``, each call's path read with the caller's arguments."""

@@ -477,13 +477,19 @@ class KernelAnswers:
         self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
         self.stats = _stat_tree(kernel_tree)
         self.stored: list[KernelAnswer] = []
+        #: whether each function's answer depends on the caller's arguments
+        #: (``kernels.arguments``): a question about one that does not is
+        #: asked without them, so call sites that differ only there share it
+        self.depends: dict[str, bool] = {}
         try:
             with self.path.open("rb") as handle:
-                stats, stored = pickle.load(handle)
-            if stats == self.stats and isinstance(stored, list):
+                stats, stored, depends = pickle.load(handle)
+            if stats == self.stats and isinstance(stored, list) and isinstance(depends, dict):
                 self.stored = stored
+                self.depends = depends
         except Exception:  # noqa: BLE001 - missing, corrupt or stale: start empty
             self.stored = []
+        self._stored_depends = dict(self.depends)
         #: this scan's questions and answers, in order
         self.asked: list[KernelAnswer] = []
         self.diverged = False
@@ -507,5 +513,5 @@ class KernelAnswers:
 
     def store(self) -> None:
         """Keep this scan's sequence, if it is not the one already stored."""
-        if self.asked != self.stored:
-            store_pickle(self.path, (self.stats, self.asked))
+        if self.asked != self.stored or self.depends != self._stored_depends:
+            store_pickle(self.path, (self.stats, self.asked, self.depends))
