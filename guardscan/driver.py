@@ -7,6 +7,7 @@ stages what records and replays; it also decides when memory is let go.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import time
@@ -27,7 +28,7 @@ from guardscan.acquire import (
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError, parse_arch_list, standard_archs
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
-from guardscan.link import Links, collect_links, option_model
+from guardscan.link import KernelCall, Links, collect_links, option_model
 from guardscan.memo import ScanMemo, disk
 from guardscan.memo.narrow import AskedBy, Owners, narrow
 from guardscan.memo.warm import Warmer
@@ -336,6 +337,8 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     judging = memo.judging(options, opts.quantization, links) if memo is not None else None
     faults: list[tuple[str, Diagnostic]] = []
     asked = AskedBy(kernel_judge) if kernel_judge is not None else None
+    if asked is not None:
+        _ask_kernel_questions(links, options, opts.archs, asked)
     for option in options:
         if asked is not None:
             asked.option = option.flag
@@ -362,6 +365,37 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         memo.store(index, kernel_tree, result, owners)
     return Analysis(tree, index, catalog, vocab, links, _shown(opts, result, owners),
                     kernel_tree, kernel_judge, memo.outcome if memo is not None else "", units)
+
+
+def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[Arch],
+                          asked: AskedBy) -> None:
+    """Ask the kernel judge every question the judged options' calls can
+    ask, once each, in one fixed order (by target, backend string, arguments,
+    then arch), before any choice is judged.
+
+    The kernel library's answers are replayed from the cache only while a
+    scan asks the questions the last one asked, in the same order
+    (``memo.results.KernelAnswers``); asked as the verdicts need them, the
+    order followed which calls each verdict reached, and an edit that made
+    one call reachable where it was not read the whole library again. Asked
+    up front, the sequence depends only on the calls the linker found, not
+    on their conditions, and the judging that follows finds every answer
+    ready."""
+    flags = {o.dest: o.flag for o in options}
+    questions: dict[tuple[str, str, str], tuple[str, KernelCall]] = {}
+    for call in links.kernel_calls:
+        if call.option not in flags or not asked.covers(call):
+            continue
+        made = [dataclasses.replace(call, backend=string) for _, string in call.backends] \
+            if call.backends else [call]
+        for each in made:
+            questions.setdefault((each.target, each.backend or "", repr(each.args)),
+                                 (flags[call.option], each))
+    for key in sorted(questions):
+        flag, call = questions[key]
+        asked.option = flag
+        for arch in archs:
+            asked.support(call, arch)
 
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,

@@ -32,6 +32,7 @@ from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
 from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
+from guardscan.link.kernel_args import call_arguments
 from guardscan.link.model import (
     Finding,
     FindingKind,
@@ -179,7 +180,7 @@ class Gates:
                           f"{c} -> {s!r}" for c, s in strings if c != s)[:200])
             out.kernel_calls.append(KernelCall(
                 dest, cond, callee.path, facts.rel, call.line, (hop,), None, owned=True,
-                backends=strings))
+                backends=strings, args=call_arguments(ctx, facts, call)))
 
     def scan_defaults(self, facts: FactsView, out: Found) -> None:
         dests = self.ctx.dests
@@ -397,7 +398,8 @@ class Gates:
                 dest, cond, callee.path, facts.rel, call.line, (*hops, hop),
                 backend.value if isinstance(backend, ConstV) and isinstance(
                     backend.value, str) else None, owned=owned,
-                backends=carried[1] if carried is not None and carried[0] == dest else ()))
+                backends=carried[1] if carried is not None and carried[0] == dest else (),
+                args=call_arguments(ctx, facts, call)))
             return
         target: tuple[str, str] | None = None
         if isinstance(callee, FuncV):

@@ -1,8 +1,9 @@
 """link (kernel arguments): which arguments a call into the kernel library passes, and whether each can be None.
 
 What it recognises
-    For a call from a module named for a choice into the kernel library, each
-    argument it passes, by keyword (or position), with its state
+    For a call into the kernel library that the linker ties to a choice (in
+    a module named for it, on a path followed from its code, or carrying its
+    ``backend=`` string), each argument it passes, by keyword (or position), with its state
     (``kernels.arguments``): ``None`` for the literal ``None``; ``given``
     (a value that is not ``None``) for another literal, for a call of an
     in-tree function whose return annotation is not optional (``->
@@ -32,13 +33,7 @@ Known limits
     leaves the attribute unread. ``*args``, a ``**`` name assigned more than once,
     changed by a call (``extra.update(...)``) or under a test this reader
     cannot decide, or any other ``**`` value give no arguments at all (the
-    kernel answer is then the one without them). Calls the linker reaches
-    otherwise (followed from the choice's code, or carrying its ``backend=``
-    string) are asked without their arguments: each distinct argument tuple
-    is a kernel question of its own, and a guard edit that makes one of
-    those calls reachable asks a question the last scan did not, which reads
-    the whole kernel library again (measured: the benchmark's guard edit
-    4.9 s -> 11.4 s). Tests in a ``**`` dict are
+    kernel answer is then the one without them). Tests in a ``**`` dict are
     read as one comparison of ``self.x`` (or a local) with literals; boolean
     combinations are not.
 Example
