@@ -28,7 +28,7 @@ from guardscan.acquire import (
 from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError, parse_arch_list, standard_archs
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
-from guardscan.link import KernelCall, Links, collect_links, option_model
+from guardscan.link import Links, collect_links, option_model
 from guardscan.memo import ScanMemo, disk
 from guardscan.memo.narrow import AskedBy, Owners, narrow
 from guardscan.memo.warm import Warmer
@@ -370,8 +370,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
 def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[Arch],
                           asked: AskedBy) -> None:
     """Ask the kernel judge every question the judged options' calls can
-    ask, once each, in one fixed order (by target, backend string, arguments,
-    then arch), before any choice is judged.
+    ask, once each, in one fixed order (option by option, each option's
+    calls in the order the linker found them, every arch), before any
+    choice is judged.
 
     The kernel library's answers are replayed from the cache only while a
     scan asks the questions the last one asked, in the same order
@@ -381,21 +382,21 @@ def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[A
     up front, the sequence depends only on the calls the linker found, not
     on their conditions, and the judging that follows finds every answer
     ready."""
-    flags = {o.dest: o.flag for o in options}
-    questions: dict[tuple[str, str, str], tuple[str, KernelCall]] = {}
-    for call in links.kernel_calls:
-        if call.option not in flags or not asked.covers(call):
-            continue
-        made = [dataclasses.replace(call, backend=string) for _, string in call.backends] \
-            if call.backends else [call]
-        for each in made:
-            questions.setdefault((each.target, each.backend or "", repr(each.args)),
-                                 (flags[call.option], each))
-    for key in sorted(questions):
-        flag, call = questions[key]
-        asked.option = flag
-        for arch in archs:
-            asked.support(call, arch)
+    seen: set[tuple[str, str | None, str]] = set()
+    for option in options:
+        asked.option = option.flag
+        for call in links.kernel_calls:
+            if call.option != option.dest or not asked.covers(call):
+                continue
+            made = [dataclasses.replace(call, backend=string) for _, string in call.backends] \
+                if call.backends else [call]
+            for each in made:
+                key = (each.target, each.backend, repr(each.args))
+                if key in seen:
+                    continue
+                seen.add(key)
+                for arch in archs:
+                    asked.support(each, arch)
 
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,
