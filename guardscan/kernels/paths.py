@@ -54,15 +54,26 @@ class PathReader:
         """Condition ``abs(index)`` as written (not negated); ``None`` if not about the device."""
         key = (table.rel, abs(index))
         if key not in self._memo:
-            cond = table.facts.cond(index)
-            pred: Predicate | None = None
-            if cond.kind in BRANCH_KINDS:
-                scope = table.facts.cond_scope[abs(index) - 1]
-                names = self.names(table, scope)
-                pred = self.reader.read(cond.text, table.rel, scope, cond.line,
-                                        names.quantities, names.consts, names.params)
-            self._memo[key] = pred
+            self._memo[key] = self._read(table, index)
         return self._memo[key]
+
+    def _read(self, table: ModuleSymbols, index: int, arguments: Mapping[str, str] | None = None,
+              backend_first: bool = False) -> Predicate | None:
+        """Condition ``abs(index)`` read in its scope (``CapabilityReader.read``);
+        ``arguments``: those not yet reassigned at its line are read as the
+        caller's argument states."""
+        cond = table.facts.cond(index)
+        if cond.kind not in BRANCH_KINDS:
+            return None
+        scope = table.facts.cond_scope[abs(index) - 1]
+        names = self.names(table, scope)
+        live = None
+        if arguments is not None:
+            assigned = self._first_assigned(table, scope)
+            live = {p: d for p, d in arguments.items()
+                    if assigned.get(p, cond.line) >= cond.line}
+        return self.reader.read(cond.text, table.rel, scope, cond.line, names.quantities,
+                                names.consts, names.params, live, backend_first)
 
     def device_predicate(self, table: ModuleSymbols, scope: str, index: int) -> Predicate | None:
         """Condition ``abs(index)`` when it is about the device (not just the backend)."""
@@ -172,18 +183,9 @@ class PathReader:
         for index in path:
             memo_key = (table.rel, abs(index), key)
             if memo_key not in self._argument_memo:
-                cond = table.facts.cond(index)
-                pred: Predicate | None = None
-                if cond.kind in BRANCH_KINDS:
-                    scope = table.facts.cond_scope[abs(index) - 1]
-                    names = self.names(table, scope)
-                    assigned = self._first_assigned(table, scope)
-                    live = {p: d for p, d in arguments.items()
-                            if assigned.get(p, cond.line) >= cond.line}
-                    pred = self.reader.read(cond.text, table.rel, scope, cond.line,
-                                            names.quantities, names.consts, names.params,
-                                            live, backend_first)
-                self._argument_memo[memo_key] = pred if pred is not None else Unknown(cond.text)
+                read = self._read(table, index, arguments, backend_first)
+                self._argument_memo[memo_key] = read if read is not None \
+                    else Unknown(table.facts.cond(index).text)
             pred = self._argument_memo[memo_key]
             parts.append(pred if index > 0 else neg(pred))
         return conj(*parts)
