@@ -33,6 +33,7 @@ from guardscan.memo import ScanMemo, disk
 from guardscan.memo.narrow import AskedBy, Owners, narrow
 from guardscan.memo.warm import Warmer
 from guardscan.messages import diagnostic, internal_error
+from guardscan.model_facts import ModelFacts, read_model
 from guardscan.options import OptionCatalog, build_catalog
 from guardscan.results import (
     BackendVerdict,
@@ -72,6 +73,9 @@ class ScanOptions:
     #: False: no text pre-filter on the target (every file is parsed and read
     #: as a candidate); for tests that prove the pre-filter changes nothing
     prefilter: bool = True
+    #: the model the launch serves: its ``config.json`` (``--model-config``,
+    #: a local ``--model-path``); None = judged for the common model
+    model_config: Path | None = None
 
 
 @dataclass
@@ -149,6 +153,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
         compiled = compiled_source(tree, cache_dir, offline=opts.offline,
                                    dists=selected_dists(opts.compiled),
                                    say=lambda message: _say(opts, message))
+    model = _model_facts(opts, tree)
     memo = None
     started = time.time()
     if opts.use_cache:
@@ -159,7 +164,8 @@ def _analyse(opts: ScanOptions) -> Analysis:
             (), opts.kernels, opts.prefilter,
             str(kernel_tree.root) if kernel_tree is not None else None,
             cubins.key if cubins is not None else None,
-            compiled.key if compiled is not None else None),
+            compiled.key if compiled is not None else None,
+            *((model.key(),) if model is not None else ())),
             reuse_results=not opts.full)
         cached = memo.load(tree, kernel_tree)
         if memo.reuse_results:
@@ -180,7 +186,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
         index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, memo, index, catalog,
-                               options, cubins, compiled)
+                               options, cubins, compiled, model)
     finally:
         if warmer is not None:
             warmer.stop()
@@ -189,6 +195,17 @@ def _analyse(opts: ScanOptions) -> Analysis:
             if memo.wrote:
                 keep = [tree.root, *([kernel_tree.root] if kernel_tree is not None else [])]
                 disk.after_write(cache_dir, started, keep)
+
+
+def _model_facts(opts: ScanOptions, tree: SourceTree) -> ModelFacts | None:
+    """The model ``opts`` names, with the attention the scanned release's
+    ModelConfig gives it (``model_facts``); a file that cannot be read is
+    the caller's to refuse (``commands.common``), and here judges for the
+    common model."""
+    if opts.model_config is None:
+        return None
+    facts = read_model(Path(opts.model_config), tree.root / tree.package)
+    return facts if isinstance(facts, ModelFacts) else None
 
 
 def _shown(opts: ScanOptions, result: ScanResult, owners: Owners) -> ScanResult:
@@ -266,7 +283,8 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                     kernel_note: ScanNote | None, memo: ScanMemo | None, index: Index,
                     catalog: OptionCatalog, options: list[OptionInfo],
                     cubins: CubinSource | None = None,
-                    compiled: CompiledSource | None = None) -> Analysis:
+                    compiled: CompiledSource | None = None,
+                    served: ModelFacts | None = None) -> Analysis:
     cache_dir = opts.cache_dir or default_cache_dir()
     modes = getattr(catalog, "modes", [])
     model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
@@ -332,6 +350,8 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         result.notes.append(ScanNote("kernels", "kernel library not read (--no-kernels): "
                                      "SGLang-only verdicts", reason="--no-kernels"))
     _say(opts, "judging")
+    if served is not None:
+        result.notes.append(ScanNote("model", f"judged for the model of {served.describe()}"))
     if opts.quantization is None:
         result.notes.extend(quantization_notes(index, links, opts.archs))
     judging = memo.judging(options, opts.quantization, links) if memo is not None else None
@@ -343,7 +363,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         if asked is not None:
             asked.option = option.flag
         result.backends.extend(_judge_option(index, links, option, opts, asked, judging,
-                                             faults))
+                                             faults, served))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics, *(d for _, d in faults)]
     kernel_diagnostics: list[Diagnostic] = []
@@ -401,13 +421,14 @@ def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[A
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,
                   kernel_judge: KernelJudge | None, judging: JudgeMemo | None,
-                  faults: list[tuple[str, Diagnostic]]) -> list[BackendVerdict]:
+                  faults: list[tuple[str, Diagnostic]],
+                  model: ModelFacts | None = None) -> list[BackendVerdict]:
     """The verdicts of one option. Should judging it raise, its choices are
     ``unknown`` with an ``internal-error`` diagnostic at the option's
     definition, and the other options' verdicts stand."""
     try:
         return judge(index, links, option, opts.archs, opts.quantization, kernel_judge,
-                     judging)
+                     judging, model)
     except Exception as exc:  # noqa: BLE001 - one option never stops the scan
         if judging is not None:
             judging.forget(option.dest)

@@ -187,6 +187,7 @@ class Preflight:
     launch: Launch | None = None
     field: tuple[Problem, ...] = ()
     checkpoint: str | None = None  # a method read from the checkpoint (checkpoint_config)
+    model: str | None = None  # the model judged for, from its config.json (model_facts)
 
     @property
     def ok(self) -> bool:
@@ -226,7 +227,8 @@ class Preflight:
                 "warnings": [p.to_json() for p in self.warnings],
                 "checks": [c.to_json() for c in self.checks],
                 "ignored": list(self.ignored), "notes": list(self.notes),
-                "field": [p.to_json() for p in self.field], "checkpoint": self.checkpoint}
+                "field": [p.to_json() for p in self.field], "checkpoint": self.checkpoint,
+                "model": self.model}
 
 
 # -- judging -------------------------------------------------------------------------------
@@ -494,26 +496,35 @@ def preflight(argv: Sequence[str], arch: str | Arch | Sequence[str | Arch],
     archs = _archs_of(arch)
     launch = parse_launch(argv)
     given_q = launch.last(QUANTIZATION_FLAG)
-    checkpoint = None if given_q is not None else read_checkpoint(
-        model_path([(f.flag, f.value) for f in launch.flags]))
+    served = model_path([(f.flag, f.value) for f in launch.flags])
+    checkpoint = read_checkpoint(served)
+    # the model's config.json decides the gates that test the model
+    model_config = Path(checkpoint.config) if checkpoint is not None and \
+        checkpoint.problem is None else None
+    if given_q is not None:
+        checkpoint = None
     quantization = given_q.value if given_q is not None else \
         checkpoint.method if checkpoint is not None else None
     choices: tuple[str, ...] | None = None
     try:
         result, root, choices = scan_once(target, archs, quantization, flashinfer, cache_dir,
-                                      kernels, use_cache, offline, progress, compiled)
+                                      kernels, use_cache, offline, progress, compiled,
+                                      model_config)
     except UnknownChoiceError as exc:
         if exc.flag != QUANTIZATION_FLAG:
             raise
         choices = exc.choices  # judged without it; the problem is reported
         result, root, _ = scan_once(target, archs, None, flashinfer, cache_dir, kernels,
-                                use_cache, offline, progress, compiled)
+                                use_cache, offline, progress, compiled, model_config)
     package = result.target.package
     answer = judge_launch(
         result, launch,
         defined=(lambda flag: tree_defines(root, package, flag)) if root is not None else None,
         quantization_choices=choices)
-    if checkpoint is not None:  # its config.json was read: the model flag is not ignored
-        answer = replace(answer, checkpoint=checkpoint.note(result.quantization, choices),
-                         ignored=tuple(f for f in answer.ignored if f not in MODEL_FLAGS))
+    if checkpoint is not None:
+        answer = replace(answer, checkpoint=checkpoint.note(result.quantization, choices))
+    if model_config is not None:  # its config.json was read: the model flag is not ignored
+        judged_for = [n.text for n in result.notes if n.topic == "model"]
+        answer = replace(answer, ignored=tuple(f for f in answer.ignored if f not in MODEL_FLAGS),
+                         model=judged_for[0] if judged_for else None)
     return launch_field(answer, mode, reports, target, root)

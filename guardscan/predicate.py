@@ -15,8 +15,12 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from guardscan.arch import Arch
+
+if TYPE_CHECKING:
+    from guardscan.model_facts import ModelView
 
 __all__ = [
     "FALSE",
@@ -28,6 +32,7 @@ __all__ = [
     "Device",
     "EnvIs",
     "Installed",
+    "ModelIs",
     "Not",
     "OptionIs",
     "Or",
@@ -83,6 +88,9 @@ class Context:
     #: import names of the packages the scan pairs with the target (installed
     #: with it: the kernel library, the compiled packages it pins)
     installed: frozenset[str] = frozenset()
+    #: the model the launch serves (``model_facts.ModelView``): None while
+    #: linking, where a property of the model is unknown
+    model: ModelView | None = None
 
 
 _OPS: dict[str, Callable[[object, object], bool]] = {
@@ -278,6 +286,30 @@ class Installed:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelIs:
+    """A property of the model the launch serves, as its ``config.json``
+    gives it: ``prop`` is ``architectures`` (one of the checkpoint's
+    architectures is in ``values``), ``model_type``, or ``attention_arch``
+    (``MLA``, ``MHA``, ``SSM``, as the release's ``ModelConfig`` derives it).
+    Unknown unless the context says which model (``model_facts.ModelView``:
+    the common model, or the one ``--model-config`` names)."""
+
+    prop: str
+    values: frozenset[str]
+
+    def evaluate(self, ctx: Context) -> Tri:
+        return Tri.UNKNOWN if ctx.model is None else ctx.model.test(self)
+
+    def describe(self) -> str:
+        names = ", ".join(sorted(self.values))
+        if self.prop == "architectures":
+            return f"model architecture in {{{names}}}" if len(self.values) > 1 else (
+                f"model architecture is {names}")
+        return f"model {self.prop} in {{{names}}}" if len(self.values) > 1 else (
+            f"model {self.prop} == {names}")
+
+
+@dataclass(frozen=True, slots=True)
 class Unknown:
     """Anything not about the device: env vars, model config, packages..."""
 
@@ -338,7 +370,7 @@ class Not:
 
 
 Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Installed
-             | Unknown | And | Or | Not)
+             | ModelIs | Unknown | And | Or | Not)
 
 
 def _paren(p: Predicate) -> str:
@@ -564,6 +596,6 @@ def to_json(pred: Predicate) -> object:
     return {"atom": pred.describe()}
 
 
-for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Installed, Unknown,
-             And, Or, Not):
+for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Installed, ModelIs,
+             Unknown, And, Or, Not):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]

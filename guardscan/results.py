@@ -238,10 +238,11 @@ CHECKPOINT_ONLY = "checkpoint"
 @dataclass(frozen=True, slots=True)
 class ScanNote:
     """A note on the scan as a whole, with what it is about as fields:
-    ``topic`` is ``kernels`` (the kernel library not read, and why: ``reason``)
-    or ``quantization`` (a ``method`` rejected whatever the backend; ``reason``
+    ``topic`` is ``kernels`` (the kernel library not read, and why: ``reason``),
+    ``quantization`` (a ``method`` rejected whatever the backend; ``reason``
     ``CHECKPOINT_ONLY`` when only a checkpoint names the method, which no
-    ``--quantization`` flag offers)."""
+    ``--quantization`` flag offers) or ``model`` (the model judged for, from
+    ``--model-config``)."""
 
     topic: str
     text: str

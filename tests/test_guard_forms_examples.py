@@ -17,6 +17,7 @@ from guardscan.guards import Vocabulary
 from guardscan.guards.forms import REGISTRY, Example, GuardForm
 from guardscan.guards.forms.base import EXAMPLE_FILE
 from guardscan.index import Index
+from guardscan.model_facts import ModelFacts, ModelView
 from guardscan.predicate import Context, Tri
 
 ARCHS = standard_archs()
@@ -37,7 +38,14 @@ def truth_row(tmp_path: Path, example: Example) -> tuple[str, str]:
     vocabulary = Vocabulary(Index(acquire(str(root))))
     line = len(example.source.splitlines()) + 1
     resolved = vocabulary.predicate(example.guard, EXAMPLE_FILE, example.scope, line)
-    row = "".join(CHAR[resolved.predicate.evaluate(Context(arch=a))] for a in ARCHS)
+    model = None
+    if example.model:
+        given = dict(example.model)
+        model = ModelView(ModelFacts("config.json", given.get("model_type"),
+                                     tuple(filter(None, given.get("architectures", "").split(","))),
+                                     frozenset({given["attention_arch"]})
+                                     if "attention_arch" in given else None))
+    row = "".join(CHAR[resolved.predicate.evaluate(Context(arch=a, model=model))] for a in ARCHS)
     return row, resolved.predicate.describe()
 
 

@@ -168,6 +168,8 @@ def render(answer: Preflight, stream: IO[str], target: str | None = None,
     lines = [head]
     if answer.checkpoint:
         lines.append(f"  note: {answer.checkpoint}")
+    if answer.model:
+        lines.append(f"  note: {answer.model}")
     several = len(archs) > 1
     rows: list[tuple[int, int, str, str, str]] = []  # (position, sub, subject, status, rest)
     launch = answer.launch

@@ -62,8 +62,10 @@ def add_common(parser: argparse.ArgumentParser, *, with_fail_on: bool = True,
              "SGLang (its gates count, other methods' do not)")
     parser.add_argument(
         "--model-config", metavar="FILE",
-        help="a model's config.json (read as JSON): without --quantization, judge under the "
-             "method its quantization_config.quant_method names, as SGLang would")
+        help="a model's config.json (read as JSON, never loaded): judge for that model (its "
+             "architectures, model_type and, as the scanned SGLang derives it, MLA attention) "
+             "instead of the common one; without --quantization, under the method its "
+             "quantization_config.quant_method names, as SGLang would")
     parser.add_argument("--no-kernels", action="store_true",
                         help="do not read the kernel library (FlashInfer): SGLang-only verdicts")
     add_flashinfer(parser)
@@ -178,6 +180,7 @@ def scan_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         target=args.target,
         archs=archs,
         quantization=_quantization(args),
+        model_config=Path(args.model_config) if getattr(args, "model_config", None) else None,
         options=split_flags(getattr(args, "option_list", None)),
         kernels=not args.no_kernels,
         flashinfer=args.flashinfer,
@@ -194,10 +197,8 @@ def _quantization(args: argparse.Namespace) -> str | None:
     stderr); a config file that can't be read is a usage error."""
     given: str | None = args.quantization
     path = getattr(args, "model_config", None)
-    if given is not None or not path:
+    if not path:
         return given
-    from pathlib import Path
-
     from guardscan.checkpoint_config import read_config
 
     if not Path(path).is_file():
@@ -205,6 +206,8 @@ def _quantization(args: argparse.Namespace) -> str | None:
     config = read_config(Path(path))
     if config.problem is not None:
         raise UsageError(f"--model-config {path}: {config.problem}")
+    if given is not None:
+        return given
     if not args.quiet:
         print(f"guardscan: {config.note(config.method, None)}", file=sys.stderr)
     return config.method

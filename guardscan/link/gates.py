@@ -42,6 +42,7 @@ from guardscan.link.model import (
     KernelCall,
     default_choices,
 )
+from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
     Const,
     Context,
@@ -84,7 +85,8 @@ class Gates:
         if facts is None:
             return out
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
-            if not mentions_device(cond):
+            model_only = not mentions_device(cond) and mentions_model(cond)
+            if not mentions_device(cond) and not model_only:
                 required = companion_requirement(cond, ctx.dests)
                 if required is not None:
                     test, needs = required
@@ -107,6 +109,13 @@ class Gates:
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
             reach = dispatch_reach(ctx.index, self.conditions, facts, scope)
+            if model_only:
+                # a test of the model alone is a gate only in code a choice's
+                # dispatch reaches: elsewhere in the file, what calls it (a
+                # flag's validator) is not known
+                if reach is None:
+                    continue
+                dests = sorted({a.option for a in option_atoms(conj(reach.condition, cond))})
             if reach is not None:
                 cond = conj(reach.condition, cond)
                 hops = (Hop(rel, reach.lines[0], HopRole.LINK,
@@ -376,7 +385,7 @@ class Gates:
         if facts is None:
             return
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts, ""):
-            if mentions_device(cond):
+            if mentions_device(cond) or mentions_model(cond):
                 out.findings.append(Finding(
                     FindingKind.GATE, rel, line, conj(region, cond),
                     (*hops, *self.conditions.guard_hops(facts, path, scope, line)), option=dest,
@@ -416,7 +425,7 @@ class Gates:
         if tfacts is None:
             return
         for scope, line, text, gate, path in self.conditions.failure_conditions(tfacts, target[1]):
-            if not mentions_device(gate):
+            if not mentions_device(gate) and not mentions_model(gate):
                 continue
             out.findings.append(Finding(
                 FindingKind.GATE, target[0], line, conj(cond, gate),

@@ -24,6 +24,7 @@ from guardscan.link.ifexp import conditional_calls
 from guardscan.link.kernel_args import call_arguments
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
 from guardscan.link.regions import dest_tokens, renamed
+from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
     And,
     Const,
@@ -183,7 +184,7 @@ class NamedModules:
         conditions = self.conditions
         for scope, line, text, gate, path in conditions.failure_conditions(facts,
                                                                             callee.qualname):
-            if not mentions_device(gate):
+            if not mentions_device(gate) and not mentions_model(gate):
                 continue
             out.findings.append(Finding(
                 FindingKind.GATE, callee.rel, line, conj(region, gate),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.link.gates import FOLLOW_DEPTH, Gates
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole
+from guardscan.model_facts import mentions_model
 from guardscan.predicate import OptionIs, Predicate, conj, mentions_device, substitute
 from guardscan.syntax import parse_expr
 
@@ -127,7 +128,7 @@ class RegisteredRegions:
         for fscope, line, text, cond, path in conditions.failure_conditions(facts):
             if fscope != scope and not fscope.startswith(scope + "."):
                 continue
-            if not mentions_device(cond):
+            if not mentions_device(cond) and not mentions_model(cond):
                 continue
             hops = (link, *conditions.guard_hops(facts, path, fscope, line))
             out.findings.append(Finding(FindingKind.GATE, rel, line, conj(region, cond),

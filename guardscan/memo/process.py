@@ -28,18 +28,18 @@ SCANS: dict[tuple[object, ...], tuple[ScanResult, Path | None, tuple[str, ...] |
 def scan_once(target: str | None, archs: list[Arch], quantization: str | None,
           flashinfer: str | None, cache_dir: Path | None, kernels: bool, use_cache: bool,
           offline: bool, progress: Callable[[str], None] | None = None,
-          compiled: str | None = None,
+          compiled: str | None = None, model_config: Path | None = None,
           ) -> tuple[ScanResult, Path | None, tuple[str, ...] | None]:
     from guardscan.acquire import default_cache_dir
     from guardscan.driver import ScanOptions, analyse
 
     resolved = (cache_dir or default_cache_dir()).expanduser().resolve()
     key = (target, tuple(a.name for a in archs), quantization, flashinfer, str(resolved),
-           kernels, use_cache, offline, compiled)
+           kernels, use_cache, offline, compiled, str(model_config) if model_config else None)
     if key not in SCANS:
         analysis = analyse(ScanOptions(target=target, archs=archs, quantization=quantization,
                                        kernels=kernels, flashinfer=flashinfer,
-                                       compiled=compiled,
+                                       compiled=compiled, model_config=model_config,
                                        cache_dir=cache_dir, use_cache=use_cache,
                                        offline=offline, progress=progress))
         tree = analysis.tree

@@ -46,7 +46,6 @@ from guardscan.evidence import FactKind, Status, args_of
 from guardscan.link import GATE_KINDS, Finding, FindingKind
 from guardscan.predicate import (
     Const,
-    Context,
     OptionIs,
     Predicate,
     QuantIs,
@@ -164,8 +163,7 @@ def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
         return frozenset()
     unnamed = substitute(cond, lambda atom: Const(False) if atom in named else None)
     ctx = case.ctx
-    under = [(m, Context(arch=ctx.arch, options=ctx.options, quantization=m, env=ctx.env,
-                         installed=ctx.installed)) for m in sorted(methods_of(cond))]
+    under = [(m, replace(ctx, quantization=m)) for m in sorted(methods_of(cond))]
     return frozenset(m for m, at in under if cond.evaluate(at) is Tri.FALSE
                      and unnamed.evaluate(at) is Tri.TRUE)
 

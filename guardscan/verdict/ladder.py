@@ -15,6 +15,7 @@ from guardscan.link import (
     KernelCall,
     Links,
 )
+from guardscan.model_facts import ModelFacts
 from guardscan.predicate import (
     Const,
     Context,
@@ -27,6 +28,7 @@ from guardscan.verdict.chain import dedupe_keep_last, mark_statuses
 from guardscan.verdict.checkpoint import checkpoint_decides
 from guardscan.verdict.every_path import every_path_fails
 from guardscan.verdict.model import Asking, Case, Judged, JudgeMemo, KernelJudge, Outcome
+from guardscan.verdict.model_needs import model_needs, need_condition
 from guardscan.verdict.rename import renamed, renames
 from guardscan.verdict.rules import gate as gate_rule
 from guardscan.verdict.rules import rule_for
@@ -39,13 +41,15 @@ __all__ = ["judge"]
 
 def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
           quantization: str | None, kernels: KernelJudge | None = None,
-          memo: JudgeMemo | None = None) -> list[BackendVerdict]:
+          memo: JudgeMemo | None = None, model: ModelFacts | None = None) -> list[BackendVerdict]:
     """Verdicts for every choice of ``option`` on every arch in ``archs``.
 
     ``memo``: the driver's store of judged choices. A choice it can reuse is
     taken as it was, its kernel questions asked again (so the kernel
     library's answers and diagnostics come out as in a scan from scratch);
-    every judged choice is handed to it to keep."""
+    every judged choice is handed to it to keep. ``model``: the model the
+    launch serves, when named (``--model-config``); else each choice is
+    judged for the common model, or for the models it is for."""
     kernels = kernels or KernelJudge()
     findings = [f for f in links.findings if f.option == option.dest]
     sources: dict[int, tuple[Predicate, str, str]] = {}
@@ -67,7 +71,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
     unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
     shared = Shared(option.dest, unset, links.modes, kernels.installed(),
-                    links.checkpoint_methods)
+                    links.checkpoint_methods, model)
     out: list[BackendVerdict] = []
     for choice in option.choices:
         old = memo.reuse(option.dest, choice) if memo is not None else None
@@ -132,8 +136,7 @@ def _own_support(finding: Finding, outcome: Outcome, case: Case,
         return outcome
     cond, dest, value = source
     ctx = case.ctx
-    own = Context(arch=ctx.arch, options={**ctx.options, dest: value},
-                  quantization=ctx.quantization, env=ctx.env, installed=ctx.installed)
+    own = replace(ctx, options={**ctx.options, dest: value})
     return outcome if raises_for(cond, own) else replace(outcome, positive=())
 
 
@@ -170,8 +173,12 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
     out: list[BackendVerdict] = []
     # whether a gate is about this choice at all does not depend on the arch
     about = {key: choice in choices for key, choices in about_sets.items()}
-    values = Values(shared, choice, quantization, *_companions(findings, choice, shared),
-                    becomes=becomes)
+    companions_of = _companions(findings, choice, shared)
+    values = Values(shared, choice, quantization, *companions_of, becomes=becomes)
+    needs = model_needs(findings, about, values)
+    if needs:
+        values = Values(shared, choice, quantization, *companions_of, becomes=becomes,
+                        model_needs=needs)
     # kernel calls that single out this choice (the same on every arch): by a
     # test of the option on their path, or by the string the choice hands
     # them; and the helpers among them
@@ -208,6 +215,7 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         docs = [e for o in outcomes for e in o.docs]
         caveats = [e for o in outcomes for e in o.caveats]
         conditions = {c for o in outcomes for c in o.conditions}
+        conditions.update(need_condition(atom) for atom in needs)
         # the deciding fact last: `explain` ends where the verdict was decided
         chain = mark_statuses(dedupe_keep_last([origin, *docs, *caveats, *evidence]), verdict)
         out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,

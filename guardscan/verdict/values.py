@@ -10,11 +10,13 @@ from guardscan.link import (
     GATE_KINDS,
     Finding,
 )
+from guardscan.model_facts import ModelFacts, ModelView, phrase
 from guardscan.predicate import (
     And,
     Const,
     Context,
     EnvIs,
+    ModelIs,
     Not,
     OptionIs,
     Or,
@@ -138,14 +140,17 @@ class Shared:
     def __init__(self, dest: str, unset: dict[str, str] | None = None,
                  modes: dict[str, tuple[str, tuple[str, ...]]] | None = None,
                  installed: frozenset[str] = frozenset(),
-                 checkpoint_methods: frozenset[str] = frozenset()) -> None:
+                 checkpoint_methods: frozenset[str] = frozenset(),
+                 model: ModelFacts | None = None) -> None:
         self.dest = dest
         self.installed = installed
+        #: the model the launch serves, when named (else the common model)
+        self.model = model
         #: methods only a checkpoint names (``--quantization`` does not offer them)
         self.checkpoint_methods = checkpoint_methods
         self.unset = unset or {}
         self.modes = modes or {}
-        self.mode_atoms: dict[int, tuple[OptionIs | EnvIs, ...]] = {}
+        self.mode_atoms: dict[int, tuple[OptionIs | EnvIs | ModelIs, ...]] = {}
         self.mode_answers: dict[tuple[int, Arch, tuple[object, ...], Tri, str], tuple[str, ...]] = {}
         #: whether a kernel call's condition can hold for another choice
         #: (``rules.kernels.kernel_helpers``), by the condition and its tests' answers
@@ -172,16 +177,19 @@ class Values:
 
     def __init__(self, shared: Shared, choice: str, quantization: str | None,
                  companions: dict[str, str] | None = None, needs: tuple[str, ...] = (),
-                 becomes: str | None = None) -> None:
+                 becomes: str | None = None, model_needs: tuple[ModelIs, ...] = ()) -> None:
         """``companions``: other options the choice requires, holding the
         value it needs while it is judged (``link.companions``); ``needs``:
         every option it requires, a flag's included; ``becomes``: the choice
         a hook rewrites it into before the model is built (``link.gates``
-        renames), which the code run then sees."""
+        renames), which the code run then sees; ``model_needs``: the model
+        properties the choice is for (``verdict.model_needs``), taken as
+        holding where no model is named."""
         self.shared, self.choice, self.quantization = shared, choice, quantization
         self.companions = companions or {}
         self.needs = needs
         self.becomes = becomes
+        self.model = ModelView(shared.model, model_needs if shared.model is None else ())
         self._contexts: dict[Arch, Context] = {}
         self._signatures: dict[int, tuple[object, ...]] = {}
 
@@ -191,7 +199,8 @@ class Values:
             ctx = self._contexts[arch] = Context(
                 arch=arch, options={**self.shared.unset, **self.companions,
                                     self.shared.dest: self.choice},
-                quantization=self.quantization, installed=self.shared.installed)
+                quantization=self.quantization, installed=self.shared.installed,
+                model=self.model)
         return ctx
 
     def as_built(self, pred: Predicate, arch: Arch) -> Tri:
@@ -207,7 +216,8 @@ class Values:
         signature = self._signatures.get(id(pred))
         if signature is None:
             signature = self._signatures[id(pred)] = (
-                *self.shared.signature(pred, self.choice), *sorted(self.companions.items()))
+                *self.shared.signature(pred, self.choice), *sorted(self.companions.items()),
+                *self.model.needs)
         return signature
 
     def __call__(self, pred: Predicate, arch: Arch) -> Tri:
@@ -223,22 +233,24 @@ class Values:
             return self(cond, arch)
         ctx = self.context(arch)
         options = {k: v for k, v in ctx.options.items() if k not in self.shared.modes}
-        return _value(cond, Context(arch=arch, options=options,
-                                   quantization=ctx.quantization, installed=ctx.installed))
+        return _value(cond, Context(arch=arch, options=options, quantization=ctx.quantization,
+                                   installed=ctx.installed, model=ctx.model))
 
     def mode_conditions(self, cond: Predicate, arch: Arch, now: Tri,
                         verdict: str = "blocked") -> list[str]:
         """What another value of a mode option, or of an environment variable,
         that ``cond`` tests would do to a gate that is ``now`` TRUE (raises) or
         FALSE at their defaults: ``not blocked with --deepep-mode normal``,
-        ``blocked with SGLANG_USE_X=1``. ``verdict``: what holding gives (a
+        ``blocked with SGLANG_USE_X=1``; or another model, where none is
+        named: ``blocked with an MLA model``. ``verdict``: what holding gives (a
         kernel call that excludes the arch, made only at a default: ``not
         unsupported with SGLANG_USE_W4A16=1``)."""
         tested = self.shared.mode_atoms.get(id(cond))
         if tested is None:
             tested = self.shared.mode_atoms[id(cond)] = tuple(
                 a for a in leaves(cond) if isinstance(a, OptionIs) and a.option in self.shared.modes
-                or isinstance(a, EnvIs))
+                or isinstance(a, EnvIs) or isinstance(a, ModelIs) and self.shared.model is None
+                and a not in self.model.needs)
         if not tested:
             return []
         key = (id(cond), arch, self._signature(cond), now, verdict)
@@ -248,25 +260,30 @@ class Values:
                 cond, tested, arch, now, verdict)
         return list(known)
 
-    def _mode_conditions(self, cond: Predicate, tested: tuple[OptionIs | EnvIs, ...],
+    def _mode_conditions(self, cond: Predicate, tested: tuple[OptionIs | EnvIs | ModelIs, ...],
                          arch: Arch, now: Tri, verdict: str) -> tuple[str, ...]:
         out: set[str] = set()
         ctx = self.context(arch)
         modes = self.shared.modes
         # what the alternatives leave alone, decided once
-        rest = residual(cond, ctx, lambda a: isinstance(a, EnvIs) or
+        rest = residual(cond, ctx, lambda a: isinstance(a, (EnvIs, ModelIs)) or
                         isinstance(a, OptionIs) and a.option in modes)
         for atom in tested:
-            if isinstance(atom, EnvIs):
+            if isinstance(atom, ModelIs):
+                tries = [(phrase(atom), replace(ctx, model=ModelView(
+                    None, (*self.model.needs, atom))))]
+            elif isinstance(atom, EnvIs):
                 tries = [(f"{atom.name}={value}", Context(
                     arch=arch, options=ctx.options, quantization=ctx.quantization,
-                    env={**ctx.env, atom.name: value}, installed=ctx.installed))
+                    env={**ctx.env, atom.name: value}, installed=ctx.installed,
+                    model=ctx.model))
                     for value in env_alternatives(atom)]
             else:
                 flag, choices = self.shared.modes[atom.option]
                 tries = [(f"{flag} {value}", Context(
                     arch=arch, options={**ctx.options, atom.option: value},
-                    quantization=ctx.quantization, env=ctx.env, installed=ctx.installed))
+                    quantization=ctx.quantization, env=ctx.env, installed=ctx.installed,
+                    model=ctx.model))
                     for value in choices if value != ctx.options.get(atom.option)]
             for label, other_ctx in tries:
                 other = _value(rest, other_ctx)
@@ -305,7 +322,7 @@ class Values:
                             if method not in raises:
                                 raises[method] = _value(rest, Context(
                                     arch=arch, options=ctx.options, quantization=method,
-                                    installed=ctx.installed)) is Tri.TRUE
+                                    installed=ctx.installed, model=ctx.model)) is Tri.TRUE
                             if raises[method]:
                                 methods.append(method_condition(
                                     method, self.shared.checkpoint_methods))

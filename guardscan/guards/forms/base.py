@@ -34,13 +34,17 @@ class Example:
     """A source snippet, a guard expression read at the end of it (in ``scope``),
     and the expected truth row over sm80 sm86 sm89 sm90 sm100 sm103 sm110
     sm120 sm121 (``T``/``F``/``U``). An INVALID example expects ``U`` on every
-    arch: the form must not claim it. ``files`` adds other files to the tree."""
+    arch: the form must not claim it. ``files`` adds other files to the tree;
+    ``model``, the model the launch serves (``architectures``,
+    ``model_type``, ``attention_arch``: ``model_facts.ModelFacts``), where
+    the guard tests one."""
 
     source: str
     guard: str
     row: str = "UUUUUUUUU"
     scope: str = ""
     files: tuple[tuple[str, str], ...] = ()
+    model: tuple[tuple[str, str], ...] = ()
 
 
 def builtin_name(path: str) -> str | None:
