@@ -40,6 +40,8 @@ read; a property other than these three stays an unknown guard.
 (<Tri.TRUE: 'true'>, <Tri.FALSE: 'false'>)
 >>> phrase(mla), phrase(ModelIs("model_type", frozenset({"deepseek_v41"})))
 ('an MLA model', 'a model of model_type deepseek_v41')
+>>> phrase(ModelIs("architectures", frozenset({"A", "B", "C"})))
+'a model of 3 architectures (A, B, ...)'
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ __all__ = ["MODEL_CONFIG_FILE", "ModelFacts", "ModelView", "attention_archs", "m
 
 #: where the release's ModelConfig derives ``attention_arch`` (under the package)
 MODEL_CONFIG_FILE = "srt/configs/model_config.py"
+
+#: at most this many architectures named in a condition (``explain`` shows all)
+_NAMED = 2
 
 #: where a multimodal checkpoint keeps its language model's config
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
@@ -123,7 +128,12 @@ def phrase(atom: ModelIs) -> str:
             return "an MLA model"
         return f"a model with {' or '.join(sorted(atom.values))} attention"
     if atom.prop == "architectures":
-        return f"a {names} model" if len(atom.values) == 1 else f"a model of {{{names}}}"
+        if len(atom.values) == 1:
+            return f"a {names} model"
+        if len(atom.values) > _NAMED:
+            shown = ", ".join(sorted(atom.values)[:_NAMED])
+            return f"a model of {len(atom.values)} architectures ({shown}, ...)"
+        return f"a model of {{{names}}}"
     return f"a model of {atom.prop} {names}" if len(atom.values) == 1 else (
         f"a model of {atom.prop} in {{{names}}}")
 

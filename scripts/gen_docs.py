@@ -246,7 +246,7 @@ def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:
 
 def verdicts_page() -> str:
     from guardscan import verdict
-    from guardscan.verdict import checkpoint, every_path, rename, rules
+    from guardscan.verdict import checkpoint, every_path, model_needs, rename, rules
 
     lines = ["# Verdicts", "", GENERATED, "",
              (f"From `{_source_path(verdict)}` and one module per rule under "
@@ -263,7 +263,7 @@ def verdicts_page() -> str:
         lines.insert(len(lines) - 2, "")
     lines += ["## Across findings", "",
               "Read by the ladder over a choice's findings together, not one at a time.", ""]
-    for module in (rename, checkpoint, every_path):
+    for module in (rename, checkpoint, every_path, model_needs):
         title, _, body = (inspect.getdoc(module) or "").partition("\n")
         lines += _section(f"`{module.__name__.rsplit('.', 1)[-1]}`: "
                           f"{title.split(': ', 1)[-1]}", body.strip())
