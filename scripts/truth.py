@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         title = f"sglang {cases[0].sglang} + flashinfer {cases[0].flashinfer}"
         print(title)
         header = ("option", "choice", "arch", "quant", "truth", "guardscan", "agree")
-        rows = [(a.case.option, a.case.choice, a.case.arch, a.case.quantization or "-",
+        rows = [(a.case.option, a.case.choice, a.case.arch,
+                 (a.case.quantization or "-") + (f" model={a.case.model}" if a.case.model else ""),
                  a.case.verdict, a.verdict or "(none)", _mark(a)) for a in answers]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:

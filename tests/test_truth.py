@@ -46,14 +46,20 @@ def test_truth_file_is_well_formed(path: Path) -> None:
     quantizations = {c.get("quantization") for c in cases}
     # each distinct value costs one scan of the pair
     assert len(quantizations) <= 3, f"{path.name}: quantizations {sorted(map(str, quantizations))}"
+    scans = {(c.get("quantization"), c.get("model", "")) for c in cases}
+    assert len(scans) <= 5, f"{path.name}: {len(scans)} scans of the pair"
     problems = []
     seen = set()
     for n, case in enumerate(cases):
         where = f"{path.name} case {n} ({case.get('option')} {case.get('choice')} {case.get('arch')})"
-        if not _CASE_KEYS <= set(case) <= _CASE_KEYS | {"open"}:
+        if not _CASE_KEYS <= set(case) <= _CASE_KEYS | {"open", "model"}:
             problems.append(f"{where}: keys {sorted(case)}")
             continue
-        key = (case["option"], case["choice"], case["arch"], case["quantization"])
+        key = (case["option"], case["choice"], case["arch"], case["quantization"],
+               case.get("model", ""))
+        model = case.get("model", "")
+        if model and not (truthcases.MODELS_DIR / f"{model}.json").is_file():
+            problems.append(f"{where}: no model file tests/truth/models/{model}.json")
         if key in seen:
             problems.append(f"{where}: duplicate case")
         seen.add(key)

@@ -6,8 +6,11 @@ cases labelled by reading that source by hand: option, choice, arch,
 ``--quantization`` (or null), the verdict the source gives, the verdicts a
 tool may give and still agree (``accept``), the reason and the deciding
 ``file:line``s (relative to the wheel root: ``sglang/...``,
-``flashinfer/...``). guardscan is run once per distinct quantization value
-in a file, on the four archs the files use, kernels on.
+``flashinfer/...``). A case may name a ``model``: the ``config.json`` of
+``tests/truth/models/<model>.json`` (read as ``--model-config``), for a gate
+that tests the model; without one the case is judged for the common model.
+guardscan is run once per distinct (quantization, model) in a file, on the
+four archs the files use, kernels on.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import realtrees
 
 TRUTH_DIR = Path(__file__).resolve().parent / "truth"
+MODELS_DIR = TRUTH_DIR / "models"
 ARCHS = ("sm80", "sm90", "sm100", "sm120")
 VERDICTS = ("blocked", "unsupported", "supported", "unknown")
 UNSAFE = frozenset({"blocked", "unsupported"})
@@ -45,6 +49,8 @@ class Case:
     #: why guardscan cannot decide this case yet ("" when it should): an open
     #: case is reported, and its miss is expected, never hidden
     open: str = ""
+    #: the model served (a file under ``tests/truth/models``), "" for none
+    model: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -52,7 +58,8 @@ class Case:
 
     def label(self) -> str:
         quant = self.quantization or "-"
-        return f"{self.option} {self.choice} {self.arch} q={quant}"
+        model = f" model={self.model}" if self.model else ""
+        return f"{self.option} {self.choice} {self.arch} q={quant}{model}"
 
 
 @dataclass(frozen=True)
@@ -90,20 +97,21 @@ def load_pair(path: Path) -> list[Case]:
     return [Case(sglang=data["sglang"], flashinfer=data["flashinfer"], option=c["option"],
                  choice=c["choice"], arch=c["arch"], quantization=c["quantization"],
                  verdict=c["verdict"], accept=tuple(c["accept"]), reason=c["reason"],
-                 where=tuple(c["where"]), open=c.get("open", ""))
+                 where=tuple(c["where"]), open=c.get("open", ""), model=c.get("model", ""))
             for c in data["cases"]]
 
 
 @cache
-def _analysis(sglang: str, quantization: str | None,
+def _analysis(sglang: str, quantization: str | None, model: str,
               cache_dir: str) -> tuple[dict[tuple[str, str, str], Any], tuple[tuple[str, str | None], ...]]:
     from guardscan.arch import parse_arch
     from guardscan.driver import ScanOptions, analyse
 
-    with realtrees.one_at_a_time("truth", sglang, quantization, cache_dir):
+    with realtrees.one_at_a_time("truth", sglang, quantization, model, cache_dir):
         analysis = analyse(ScanOptions(
             target=f"sglang=={sglang}", archs=[parse_arch(a) for a in ARCHS],
-            quantization=quantization, kernels=True, cache_dir=Path(cache_dir)))
+            quantization=quantization, kernels=True, cache_dir=Path(cache_dir),
+            model_config=MODELS_DIR / f"{model}.json" if model else None))
     table = {(b.option, b.choice, b.arch): b for b in analysis.result.backends}
     kernels = tuple((k.package, k.version) for k in analysis.result.kernels)
     return table, kernels
@@ -111,14 +119,14 @@ def _analysis(sglang: str, quantization: str | None,
 
 def paired_kernels(case: Case, cache_dir: Path) -> tuple[tuple[str, str | None], ...]:
     """The kernel libraries guardscan paired with the case's release."""
-    return _analysis(case.sglang, case.quantization, str(cache_dir))[1]
+    return _analysis(case.sglang, case.quantization, case.model, str(cache_dir))[1]
 
 
 def answers(cases: list[Case], cache_dir: Path) -> list[Answer]:
-    """Run guardscan once per (release, quantization) and answer every case."""
+    """Run guardscan once per (release, quantization, model) and answer every case."""
     out = []
     for case in cases:
-        table = _analysis(case.sglang, case.quantization, str(cache_dir))[0]
+        table = _analysis(case.sglang, case.quantization, case.model, str(cache_dir))[0]
         backend = table.get(case.key)
         if backend is None:
             out.append(Answer(case, "", "(guardscan reported no verdict for this case)"))
