@@ -14,7 +14,6 @@ import enum
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from guardscan.arch import Arch
@@ -47,6 +46,13 @@ __all__ = [
     "leaves",
     "neg",
 ]
+
+
+def written(pred: Predicate) -> str:
+    """A compound predicate as people read it (``predicate_text``)."""
+    from guardscan.predicate_text import shortest, text
+
+    return text(shortest(pred))
 
 
 def fast_reduce(self: object) -> tuple[type, tuple[object, ...]]:
@@ -337,7 +343,7 @@ class And:
         return result
 
     def describe(self) -> str:
-        return _text(shortest(self))
+        return written(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +361,7 @@ class Or:
         return result
 
     def describe(self) -> str:
-        return _text(shortest(self))
+        return written(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,91 +372,11 @@ class Not:
         return ~self.item.evaluate(ctx)
 
     def describe(self) -> str:
-        return _text(shortest(self))
+        return written(self)
 
 
 Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Installed
              | ModelIs | Unknown | And | Or | Not)
-
-
-def _paren(p: Predicate) -> str:
-    text = _text(p)
-    return f"({text})" if isinstance(p, (And, Or)) else text
-
-
-def _text(p: Predicate) -> str:
-    """``p`` written as it is (``describe`` writes its shortest form)."""
-    if isinstance(p, And):
-        return " and ".join(_paren(i) for i in p.items)
-    if isinstance(p, Or):
-        return " or ".join(_paren(i) for i in p.items)
-    if isinstance(p, Not):
-        return f"not {_paren(p.item)}"
-    return p.describe()
-
-
-def _negations(pred: Predicate) -> int:
-    if isinstance(pred, Not):
-        return 1 + _negations(pred.item)
-    if isinstance(pred, (And, Or)):
-        return sum(_negations(i) for i in pred.items)
-    return 0
-
-
-@lru_cache(maxsize=1 << 16)
-def shortest(pred: Predicate) -> Predicate:
-    """An equivalent of ``pred`` (in two-valued logic) that reads shortest, for
-    people: double negations dropped, a negation pushed into an ``and`` /
-    ``or`` where negations cancel (De Morgan), nested ``and`` / ``or``
-    flattened, repeats dropped, ``a and (a or b)`` absorbed to ``a``, and
-    ``a or (not a and b)`` to ``a or b``. Only what is shown uses it:
-    evaluation always reads the predicate as built, which keeps UNKNOWN
-    three-valued (``a or (not a and b)`` is not ``a or b`` when ``a`` is
-    unknown)."""
-    if isinstance(pred, Not):
-        inner = shortest(pred.item)
-        if isinstance(inner, Not):
-            return inner.item
-        if isinstance(inner, (And, Or)):
-            flipped = (disj if isinstance(inner, And) else conj)(*(neg(i) for i in inner.items))
-            pushed = shortest(flipped)
-            # pushed in only where negations cancel: ``not (a and b)`` reads
-            # better than ``not a or not b``
-            return pushed if _negations(pushed) < _negations(inner) + 1 else Not(inner)
-        return neg(inner)
-    if isinstance(pred, (And, Or)):
-        both = And if isinstance(pred, And) else Or
-        other = Or if both is And else And
-        items: list[Predicate] = []
-        for item in _flatten(both, (shortest(i) for i in pred.items)):
-            if item not in items:
-                items.append(item)
-        changed = True
-        while changed:
-            changed = False
-            for position, item in enumerate(items):
-                rest = [i for j, i in enumerate(items) if j != position]
-                if isinstance(item, other):
-                    # absorption: a and (a or b) -> a, also where a part is
-                    # itself several of the items: a and b and ((a and b) or c)
-                    if any(r in item.items for r in rest) or any(
-                            isinstance(part, both) and all(p in rest for p in part.items)
-                            for part in item.items):
-                        items.pop(position)
-                        changed = True
-                        break
-                    # a and (not a or b) -> a and b
-                    kept = tuple(i for i in item.items if neg(i) not in rest)
-                    if len(kept) < len(item.items):
-                        items[position] = shortest(
-                            (conj if other is And else disj)(*kept))
-                        changed = True
-                        break
-            flat = _flatten(both, items)
-            if flat != items:
-                items, changed = list(dict.fromkeys(flat)), True
-        return (conj if both is And else disj)(*items)
-    return pred
 
 
 def _flatten(kind: type, items: Iterable[Predicate]) -> list[Predicate]:

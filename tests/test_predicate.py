@@ -467,7 +467,8 @@ SHORTEST_CASES = [
 def test_describe_prints_the_shortest_equivalent(expression: str, expected: str) -> None:
     import itertools
 
-    from guardscan.predicate import Device, Not, OptionIs, atoms, conj, disj, neg, shortest
+    from guardscan.predicate import Device, Not, OptionIs, atoms, conj, disj, neg
+    from guardscan.predicate_text import shortest
 
     names = {"A": OptionIs("a2a", frozenset({"mori"})), "B": OptionIs("a2a", frozenset({"deepep"})),
              "C": OptionIs("a2a", frozenset({"asc"})), "D": Device("major", "==", 10),

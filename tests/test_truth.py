@@ -227,7 +227,7 @@ def test_a_kernel_exclusion_made_only_at_an_env_default_says_the_other_value() -
     variable would change; the chain goes through the call site."""
     realtrees.sglang_tree("0.5.19")
     realtrees.flashinfer_tree("0.6.18")
-    table, _ = truthcases._analysis("0.5.19", "modelopt_fp4", str(realtrees.shared_cache_dir()))
+    table, _ = truthcases._analysis("0.5.19", "modelopt_fp4", "", str(realtrees.shared_cache_dir()))
     verdict = table[("--fp4-gemm-backend", "flashinfer_cutedsl", "sm120")]
     assert verdict.verdict.value == "unsupported"
     assert verdict.conditions == (
