@@ -7,8 +7,8 @@ condition ("blocked with --quantization mxfp4", ``verdict.checkpoint``);
 with a local ``--model-path`` whose ``config.json`` names the method,
 ``check`` and ``preflight`` judge under that method exactly, and say so, as
 the scan and ``explain`` do with ``--model-config FILE``. Only the method is
-read: the model's other properties (its architecture, MLA or hybrid
-attention layers) do not decide a verdict yet.
+read here; the model's other properties (its architectures, ``model_type``,
+MLA attention) are ``model_facts``'s, read from the same file.
 
 The file is read as JSON, never through transformers, and only from a local
 directory: a hub id (``deepseek-ai/DeepSeek-V3``) is not fetched. Known limit:
