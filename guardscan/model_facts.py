@@ -77,11 +77,14 @@ class ModelFacts:
     model_type: str | None
     architectures: tuple[str, ...]
     attention_arch: frozenset[str] | None = None
+    #: the model type of its language model's part (``text_config``...), else
+    #: ``model_type``
+    text_model_type: str | None = None
 
     def test(self, atom: ModelIs) -> Tri:
-        if atom.prop == "model_type":
-            return Tri.UNKNOWN if self.model_type is None else Tri.of(
-                self.model_type in atom.values)
+        if atom.prop in ("model_type", "text_model_type"):
+            held = self.model_type if atom.prop == "model_type" else self.text_model_type
+            return Tri.UNKNOWN if held is None else Tri.of(held in atom.values)
         if atom.prop == "architectures":
             return Tri.of(any(a in atom.values for a in self.architectures))
         if atom.prop == "attention_arch" and self.attention_arch:
@@ -93,7 +96,8 @@ class ModelFacts:
     def key(self) -> tuple[object, ...]:
         """What decides a verdict, for the result cache's key."""
         return (self.model_type, self.architectures,
-                tuple(sorted(self.attention_arch)) if self.attention_arch is not None else None)
+                tuple(sorted(self.attention_arch)) if self.attention_arch is not None else None,
+                self.text_model_type)
 
     def describe(self) -> str:
         arch = ", ".join(self.architectures) or "no architectures"
@@ -134,8 +138,12 @@ def phrase(atom: ModelIs) -> str:
             shown = ", ".join(sorted(atom.values)[:_NAMED])
             return f"a model of {len(atom.values)} architectures ({shown}, ...)"
         return f"a model of {{{names}}}"
-    return f"a model of {atom.prop} {names}" if len(atom.values) == 1 else (
-        f"a model of {atom.prop} in {{{names}}}")
+    prop = "model_type" if atom.prop == "model_type" else "text model_type"
+    if len(atom.values) > _NAMED:
+        shown = ", ".join(sorted(atom.values)[:_NAMED])
+        return f"a model of {len(atom.values)} {prop}s ({shown}, ...)"
+    return f"a model of {prop} {names}" if len(atom.values) == 1 else (
+        f"a model of {prop} in {{{names}}}")
 
 
 def read_model(path: Path, package_root: Path | None) -> ModelFacts | str:
@@ -163,8 +171,10 @@ def read_model(path: Path, package_root: Path | None) -> ModelFacts | str:
             text = None
         if text is not None:
             attention = attention_archs(text, data)
-    return ModelFacts(str(path), model_type if isinstance(model_type, str) else None,
-                      architectures, attention)
+    model_type = model_type if isinstance(model_type, str) else None
+    text_type = _text_config(data).get("model_type")
+    return ModelFacts(str(path), model_type, architectures, attention,
+                      text_type if isinstance(text_type, str) else model_type)
 
 
 # -- the release's derivation of attention_arch --------------------------------

@@ -44,7 +44,8 @@ def truth_row(tmp_path: Path, example: Example) -> tuple[str, str]:
         model = ModelView(ModelFacts("config.json", given.get("model_type"),
                                      tuple(filter(None, given.get("architectures", "").split(","))),
                                      frozenset({given["attention_arch"]})
-                                     if "attention_arch" in given else None))
+                                     if "attention_arch" in given else None,
+                                     given.get("text_model_type", given.get("model_type"))))
     row = "".join(CHAR[resolved.predicate.evaluate(Context(arch=a, model=model))] for a in ARCHS)
     return row, resolved.predicate.describe()
 

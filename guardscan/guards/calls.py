@@ -198,5 +198,9 @@ class FunctionCalls:
         live = [(c, v) for c, v in results if c != FALSE]
         if len(live) == 1:
             return live[0][1]
+        if live and all(getattr(v, "or_none", False) or v == ConstV(None) for _, v in live):
+            # an object or None by the path taken (``hybrid_gdn_config``
+            # returning the model's config where ``isinstance`` holds)
+            return AltV(tuple(live))
         kinds = {type(v).__name__ for _, v in results}
         return UnkV(f"{fdef.name}() returns {'/'.join(sorted(kinds))}")

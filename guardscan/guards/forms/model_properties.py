@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from guardscan.guards.forms.base import Example, GuardForm
 from guardscan.guards.values import ConstV, FormValue, PredV, Value
@@ -39,7 +39,7 @@ from guardscan.predicate import ModelIs, Predicate, neg
 if TYPE_CHECKING:
     from guardscan.guards.interpreter import Interpreter
 
-__all__ = ["ModelProperties"]
+__all__ = ["HfConfig", "ModelProperties"]
 
 _MLA = ModelIs("attention_arch", frozenset({"MLA"}))
 #: the class whose members ``attention_arch`` is compared with
@@ -53,8 +53,14 @@ _LLAMA = (("architectures", "LlamaForCausalLM"), ("model_type", "llama"),
 
 
 @dataclass(frozen=True)
-class _HfConfig(FormValue):
-    """``<x>.hf_config``: the model's Hugging Face config."""
+class HfConfig(FormValue):
+    """``<x>.hf_config``: the model's Hugging Face config; ``text``: its
+    language model's part (``hf_text_config``, ``get_text_config()``)."""
+
+    text: bool = False
+    #: a function that returns it or ``None`` gives either, by the path taken
+    #: (``guards.calls``)
+    or_none: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,8 @@ class ModelProperties(GuardForm):
         if attr == "attention_arch":
             return _Property("attention_arch")
         if attr in ("hf_config", "hf_text_config"):
-            return _HfConfig()
-        if isinstance(base, _HfConfig) and attr in ("model_type", "architectures"):
+            return HfConfig(text=attr == "hf_text_config")
+        if isinstance(base, HfConfig) and attr in ("model_type", "architectures"):
             return _Property(attr)
         return None
 
