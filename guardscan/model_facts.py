@@ -29,8 +29,10 @@ to when a verdict is judged:
 
 Known limits: the text config of a multimodal checkpoint is taken from
 ``text_config``, ``llm_config`` or ``language_config``, else the file's top
-level; SGLang's per-model config classes (which may rename keys) are not
-read; a property other than these three stays an unknown guard.
+level (``text_model_type``: its ``model_type``, which a test of the config's
+class reads, ``guards.forms.model_config_classes``); SGLang's per-model
+config classes (which may rename keys) are not read; any other property
+stays an unknown guard.
 
 >>> mla = ModelIs("attention_arch", frozenset({"MLA"}))
 >>> ModelView().test(mla), ModelView(needs=(mla,)).test(mla)

@@ -60,12 +60,12 @@ _MOST = 64
 
 _CONFIGS = (
     ("sglang/srt/configs/qwen3_next.py",
-     'class PretrainedConfig:\n    pass\n\n\n'
-     'class Qwen3NextConfig(PretrainedConfig):\n    model_type = "qwen3_next"\n'),
+     ('class PretrainedConfig:\n    pass\n\n\n'
+      'class Qwen3NextConfig(PretrainedConfig):\n    model_type = "qwen3_next"\n')),
     ("sglang/srt/configs/qwen3_5.py",
-     'from sglang.srt.configs.qwen3_next import Qwen3NextConfig\n\n\n'
-     'class Qwen3_5TextConfig(Qwen3NextConfig):\n    model_type = "qwen3_5_text"\n\n\n'
-     'class Qwen3_5MoeTextConfig(Qwen3_5TextConfig):\n    pass\n'),
+     ('from sglang.srt.configs.qwen3_next import Qwen3NextConfig\n\n\n'
+      'class Qwen3_5TextConfig(Qwen3NextConfig):\n    model_type = "qwen3_5_text"\n\n\n'
+      'class Qwen3_5MoeTextConfig(Qwen3_5TextConfig):\n    pass\n')),
 )
 _HELPER = (
     "from sglang.srt.configs.qwen3_next import Qwen3NextConfig\n"
