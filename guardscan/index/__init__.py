@@ -19,6 +19,7 @@ from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen, count_captures
 from guardscan.index.store import FactsStore, load_pickles, store_pickle, store_pickles
+from guardscan.index.whole_text import WholeText
 
 _Answer = TypeVar("_Answer", bound=Hashable)
 
@@ -53,6 +54,9 @@ class Index:
         #: do not re-read the tree, until ``release_text``
         self.keep_text = True
         self._data: dict[str, bytes | None] = {}
+        #: the whole tree's text in one buffer, once a whole-tree pre-filter
+        #: had to read most of it (it then holds the text ``_data`` held)
+        self._whole: WholeText | None = None
         #: sha256 of each file's bytes as first read (for the result cache)
         self._digests: dict[str, str] = {}
         #: ``text_answer``'s answers, by file and reader (the files do not
@@ -162,6 +166,8 @@ class Index:
     def _read(self, rel: str) -> bytes | None:
         if rel in self._data:
             return self._data[rel]
+        if self._whole is not None and rel in self._whole:
+            return self._whole.data(rel)
         data: bytes | None = None
         try:
             path = self.tree.path_of(rel)
@@ -192,12 +198,27 @@ class Index:
                 self._dropped.add(rel)
         self._views.clear()
 
-    def release_text(self) -> None:
+    def release_text(self, keep_whole: bool = False) -> None:
         """Stop keeping raw bytes and split lines (they are read again from
-        disk when needed)."""
+        disk when needed); ``keep_whole``: but the whole tree's buffer stays,
+        built now if it was not, for the whole-tree pre-filters still to come."""
+        if keep_whole and self._whole is None and self.prefilter:
+            self._whole_text()
         self.keep_text = False
         self._data = {rel: None for rel, data in self._data.items() if data is None}
         self._lines.clear()
+        if not keep_whole:
+            self._whole = None
+
+    def _whole_text(self) -> WholeText:
+        """The whole tree's text in one buffer (read once; see ``whole_text``)."""
+        if self._whole is None:
+            texts = [(rel, data) for rel in self.tree.files
+                     if (data := self._read(rel)) is not None]
+            self._whole = WholeText(texts)
+            del texts
+            self._data = {rel: None for rel, data in self._data.items() if data is None}
+        return self._whole
 
     def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes match the regular expression ``pattern``."""
@@ -206,14 +227,29 @@ class Index:
         prior_asked, prior_matched = self._prior.get(pattern, (set(), set())) \
             if self.prefilter else (set(), set())
         found = []
+        todo = []
         for rel in asked if asked is not None else self.tree.files:
             if rel in prior_asked and rel in self._unchanged:
                 if rel in prior_matched:
                     found.append(rel)
                 continue
-            data = self._read(rel)
-            if data is not None and (not self.prefilter or regex.search(data)):
-                found.append(rel)
+            todo.append((len(found), rel))
+            found.append(rel)
+        # the files not answered by an earlier scan: asked of the whole
+        # tree's buffer when most of the tree is asked, else file by file
+        if todo and self.prefilter and (self._whole is not None or (
+                asked is None and len(todo) > _WHOLE_FROM)):
+            whole = self._whole_text()
+            if asked is None and len(todo) > _WHOLE_FROM:
+                hits = whole.matching(regex)
+                keep = {i for i, rel in todo if rel in hits}
+            else:
+                keep = {i for i, rel in todo if rel in whole and whole.matches(regex, rel)}
+        else:
+            keep = {i for i, rel in todo if (data := self._read(rel)) is not None
+                    and (not self.prefilter or regex.search(data))}
+        dropped = {i for i, _ in todo} - keep
+        found = [rel for i, rel in enumerate(found) if i not in dropped]
         self.grep_log.append((pattern, asked, tuple(found)))
         return found
 
@@ -361,6 +397,11 @@ class Index:
         if frame is not None:
             frame.add((rel, ("line", line, text)))
         return text
+
+
+#: a whole-tree pre-filter that must read more files than this reads the
+#: tree's buffer (``whole_text``), built once
+_WHOLE_FROM = 256
 
 
 def trie_pattern(needles: Iterable[bytes]) -> bytes:

@@ -110,9 +110,9 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     # keyed by the functions and classes on the paths: what it starts from
     links.add(units.unit(("quantization", quant.paths_digest()), quant.scan_escapes,
                          quant.escapes_state()))
-    # the last whole-tree pre-filter is done: the tree's text need not stay in
-    # memory beside the facts (68 MB for sglang 0.5.23)
-    index.release_text()
+    # the per-file text goes; the whole tree's buffer stays for the pre-filters
+    # that following calls and subclass searches ask (68 MB for sglang 0.5.23)
+    index.release_text(keep_whole=True)
     quant_files = sorted({rel for rel, _ in quant.context} - set(candidates))
     for rel in [*candidates, *quant_files]:
         links.add(units.unit(("file", rel), partial(gates.scan_file, rel)))

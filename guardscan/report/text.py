@@ -310,13 +310,18 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         else:  # the place on a line of its own: a cut path is no use
             out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
-    # choices marked for the same condition share one line
-    reasons: dict[str, list[str]] = {}
+    # each condition said once, with every choice it marks; conditions that
+    # mark the same choices share one line
+    marked: dict[str, list[str]] = {}
     for marker in group.markers:
-        if marker.conditions:
-            reasons.setdefault("; ".join(marker.conditions), []).append(marker.choice)
-    for why, choices in reasons.items():
-        out.extend(wrap(f"{', '.join(choices)}: {why}", f"{indent}*      ", rest))
+        for condition in marker.conditions:
+            marked.setdefault(condition, []).append(marker.choice)
+    reasons: dict[tuple[str, ...], list[str]] = {}
+    for condition, choices in marked.items():
+        reasons.setdefault(tuple(choices), []).append(condition)
+    for marked_choices, why in reasons.items():
+        out.extend(wrap(f"{', '.join(marked_choices)}: {'; '.join(why)}", f"{indent}*      ",
+                        rest))
     if group.shared or any(not m.conditions and m.caveats for m in group.markers):
         raising = wrap(_raising_words(group), f"{indent}*      ", rest)
         if len(raising) > 1:  # a place that does not fit on the line: explain shows it

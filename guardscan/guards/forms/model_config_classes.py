@@ -223,7 +223,9 @@ def _subclasses(ctx: Interpreter, cls: ClassV) -> list[ClassV]:
     name = cls.qualname.rsplit(".", 1)[-1]
     pattern = rb"class\s+\w+\s*\([^)]*\b" + re.escape(name.encode()) + rb"\b"
     out = []
-    for rel in ctx.index.grep_re(pattern):
+    # the name first (a plain search of the tree's text is three times
+    # faster than the class pattern), then the pattern in the files found
+    for rel in ctx.index.grep_re(pattern, within=ctx.index.grep([name])):
         facts = ctx.index.view(rel)
         if facts is None:
             continue

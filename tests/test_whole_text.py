@@ -1,0 +1,60 @@
+"""The whole tree's buffer answers a pre-filter as a search of each file on
+its own does (``index.whole_text``): matches that run from one file into the
+next, anchors and lookarounds at a file's edges, empty files."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardscan.index.whole_text import WholeText, edge_sensitive
+
+PATTERNS = [
+    rb"class\s+\w+\s*\([^)]*\bBase\b",  # [^)]* runs over the separator
+    rb"Base",
+    rb"(?:Ba|se)\b",
+    rb"^class",
+    rb"Base$",
+    rb"\ABase",
+    rb"se\Z",
+    rb"(?<=x)Base",
+    rb"Base(?!\))",
+    rb"x*",  # matches the empty string everywhere
+    rb"[^a]+",  # matches the separator
+    rb"\bx\b",
+]
+
+texts = st.lists(st.sampled_from([b"", b"class A(", b"Base", b")", b"x", b"\n", b" ",
+                                  b"se", b"Ba", b"class B(Base):\n"]), max_size=6).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(files=st.lists(texts, max_size=6), pattern=st.sampled_from(PATTERNS))
+def test_the_buffer_answers_as_each_file_alone(files: list[bytes], pattern: bytes) -> None:
+    named = [(f"f{i}.py", data) for i, data in enumerate(files)]
+    regex = re.compile(pattern)
+    whole = WholeText(named)
+    assert whole.matching(regex) == {rel for rel, data in named if regex.search(data)}
+    for rel, data in named:
+        assert whole.data(rel) == data
+        assert whole.matches(regex, rel) == bool(regex.search(data))
+
+
+def test_a_match_across_two_files_is_not_either_files() -> None:
+    named = [("a.py", b"class A(Foo,\n"), ("b.py", b"Base):\n")]
+    regex = re.compile(rb"class\s+\w+\s*\([^)]*\bBase\b")
+    assert WholeText(named).matching(regex) == set()
+    named.append(("c.py", b"class C(Base): pass\n"))
+    assert WholeText(named).matching(regex) == {"c.py"}
+
+
+def test_edge_sensitive_patterns() -> None:
+    assert edge_sensitive(rb"^class")
+    assert edge_sensitive(rb"foo$")
+    assert edge_sensitive(rb"\Afoo")
+    assert edge_sensitive(rb"(?<=a)b")
+    assert not edge_sensitive(rb"class\s+\w+\s*\([^)]*\bBase\b")  # ^ inside a class
+    assert not edge_sensitive(rb"a\$b")  # an escaped dollar
+    assert not edge_sensitive(rb"(?:foo|bar)")
