@@ -310,18 +310,7 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
         else:  # the place on a line of its own: a cut path is no use
             out.append(_fit(head + reason if reason else head.rstrip(": "), style))
             out.append(_fit(f"{rest}at {where}", style))
-    # each condition said once, with every choice it marks; conditions that
-    # mark the same choices share one line
-    marked: dict[str, list[str]] = {}
-    for marker in group.markers:
-        for condition in marker.conditions:
-            marked.setdefault(condition, []).append(marker.choice)
-    reasons: dict[tuple[str, ...], list[str]] = {}
-    for condition, choices in marked.items():
-        reasons.setdefault(tuple(choices), []).append(condition)
-    for marked_choices, why in reasons.items():
-        out.extend(wrap(f"{', '.join(marked_choices)}: {'; '.join(why)}", f"{indent}*      ",
-                        rest))
+    out.extend(_condition_lines(group, f"{indent}*      ", rest))
     if group.shared or any(not m.conditions and m.caveats for m in group.markers):
         raising = wrap(_raising_words(group), f"{indent}*      ", rest)
         if len(raising) > 1:  # a place that does not fit on the line: explain shows it
@@ -332,6 +321,28 @@ def _group(group: ArchGroup, indent: str, style: _Style) -> list[str]:
                                         f"{indent}*      ", rest), key=len)
         out.extend(raising)
     return out
+
+
+def _condition_lines(group: ArchGroup, first: str, rest: str) -> list[str]:
+    """The marked choices' conditions: each condition said once with every
+    choice it marks (conditions that mark the same choices share a line), or,
+    where that takes more lines, each choice's conditions together (choices
+    with the same ones share a line)."""
+    marked: dict[str, list[str]] = {}
+    together: dict[str, list[str]] = {}
+    for marker in group.markers:
+        for condition in marker.conditions:
+            marked.setdefault(condition, []).append(marker.choice)
+        if marker.conditions:
+            together.setdefault("; ".join(marker.conditions), []).append(marker.choice)
+    shared: dict[tuple[str, ...], list[str]] = {}
+    for condition, choices in marked.items():
+        shared.setdefault(tuple(choices), []).append(condition)
+    each = [line for choices, why in shared.items()
+            for line in wrap(f"{', '.join(choices)}: {'; '.join(why)}", first, rest)]
+    joint = [line for why, choices in together.items()
+             for line in wrap(f"{', '.join(choices)}: {why}", first, rest)]
+    return joint if len(joint) < len(each) else each
 
 
 def _raising_words(group: ArchGroup, place: bool = True, names: bool = True) -> str:
