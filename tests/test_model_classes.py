@@ -3,7 +3,9 @@
 config where ``isinstance(config, Qwen3NextConfig | Qwen3_5Config)`` holds, is
 ``text_model_type in {...}`` over those classes and the tree's subclasses of
 them: false for the common model, named in the conditions, and decided by a
-``--model-config`` file (``guards.forms.model_config_classes``)."""
+``--model-config`` file (``guards.forms.model_config_classes``). The gate's
+other half, ``is_minimax_sparse(config)`` reading ``(config.architectures or
+[None])[0]``, is decided by the same file (``guards.forms.model_properties``)."""
 
 from __future__ import annotations
 

@@ -87,6 +87,11 @@ class Operators:
     def _eval_BoolOp(self, node: ast.BoolOp, rel: str, scope: str, line: int,
                      env: dict[str, Value]) -> Value:
         values = [self.interp.value_of(v, rel, scope, line, env) for v in node.values]
+        if isinstance(node.op, ast.Or) and len(values) == 2:
+            left, right = values
+            either = first_value(lambda form: form.either(left, right))
+            if either is not None:
+                return either
         if isinstance(node.op, ast.Or) and len(values) == 2 and all(
                 isinstance(v, (OptV, ChoiceV)) for v in values):
             # ``prefill_attention_backend or attention_backend``: the first when given

@@ -89,6 +89,10 @@ class GuardForm:
     def tuple_of(self, items: list[Value]) -> Value | None:
         return None
 
+    def either(self, left: Value, right: Value) -> Value | None:
+        """``left or right`` as a value (``config.architectures or [None]``)."""
+        return None
+
     def formatted(self, parts: list[str | Value]) -> Value | None:
         """An f-string of these parts (text and values)."""
         return None

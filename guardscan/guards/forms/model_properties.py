@@ -5,7 +5,8 @@ What it recognises:
     compared with ``AttentionArch.MLA`` (``MHA``, ``SSM``...), and of
     ``<x>.hf_config`` / ``<x>.hf_text_config``: ``.model_type`` compared
     with a string or a tuple of them, ``"Name" in .architectures``, and
-    ``.architectures[0]`` compared the same way. Each is a ``ModelIs`` atom.
+    ``.architectures[0]`` compared the same way (also of
+    ``(.architectures or [None])``). Each is a ``ModelIs`` atom.
 Why it matters:
     ``create_trtllm_mha_backend`` raises for an MLA model, the FA3 factory
     admits capability major 8 only without MLA, the DeepSeek-V4 hooks need
@@ -86,6 +87,8 @@ class ModelProperties(GuardForm):
                 "TTTTTTTTT", scope="f", model=_DEEPSEEK),
         Example(_MODEL, 'model_config.hf_text_config.architectures[0] in ("A", "B")',
                 "FFFFFFFFF", scope="f", model=_LLAMA),
+        Example(_MODEL, '(model_config.hf_config.architectures or [None])[0] == '
+                '"LlamaForCausalLM"', "TTTTTTTTT", scope="f", model=_LLAMA),
     )
     INVALID = (
         # no model named: unknown
@@ -104,6 +107,14 @@ class ModelProperties(GuardForm):
             return HfConfig(text=attr == "hf_text_config")
         if isinstance(base, HfConfig) and attr in ("model_type", "architectures"):
             return _Property(attr)
+        return None
+
+    def either(self, left: Value, right: Value) -> Value | None:
+        # ``config.architectures or [None]``: a config without the list names
+        # no architecture, and the stand-in list names none either
+        if left == _Property("architectures") and isinstance(right, ConstV) and isinstance(
+                right.value, tuple) and all(v is None for v in right.value):
+            return left
         return None
 
     def subscript(self, base: Value, index: Value) -> Value | None:
