@@ -63,16 +63,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
-    # the tests that read real releases first: a cold scan takes a minute, and
-    # one left for the end keeps a worker busy while the other has finished
-    # (on a fresh cache the suite's wall time was 3 minutes over its work / 2)
-    items.sort(key=lambda item: not _reads_releases(item))
-
-
-def _reads_releases(item: pytest.Item) -> bool:
-    module = getattr(item, "module", None)
-    return bool(item.get_closest_marker("real")) or (
-        module is not None and getattr(module, "realtrees", None) is realtrees)
 
 
 @pytest.fixture(scope="session")
