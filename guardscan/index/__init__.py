@@ -200,8 +200,10 @@ class Index:
 
     def release_text(self, keep_whole: bool = False) -> None:
         """Stop keeping raw bytes and split lines (they are read again from
-        disk when needed); ``keep_whole``: but the whole tree's buffer, where a
-        whole-tree pre-filter built it, stays for the ones still to come."""
+        disk when needed); ``keep_whole``: but the whole tree's buffer stays,
+        built now if it was not, for the whole-tree pre-filters still to come."""
+        if keep_whole and self._whole is None and self.prefilter:
+            self._whole_text()
         self.keep_text = False
         self._data = {rel: None for rel, data in self._data.items() if data is None}
         self._lines.clear()
