@@ -52,6 +52,7 @@ class FactKind(str, enum.Enum):
     DOC = "doc"  # a help-text claim
     SELECT = "select"  # a device test that picks an implementation
     REQUIRES = "requires"  # another option the choice cannot run without
+    PLATFORM = "platform"  # the choice's code calls into another platform's package
     # what the kernel library says
     KERNEL_CALL = "kernel-call"  # a call inside the kernel library
     DECORATOR = "decorator"  # @supported_compute_capability

@@ -52,6 +52,7 @@ class Role(str, enum.Enum):
     IMPORT = "import"
     DEFAULT = "default"
     DOC = "doc"
+    PLATFORM = "platform"
     KERNEL = "kernel"
     LINK = "link"
     GUARD = "guard"

@@ -28,7 +28,7 @@ def test_a_name_prints_and_serialises_as_its_value(member: FindingKind | HopRole
 def test_every_finding_kind_of_the_docs() -> None:
     assert {k.value for k in FindingKind} == {
         "gate", "default", "select", "quant-gate", "import", "doc", "alias", "rename",
-        "requires"}
+        "requires", "platform"}
 
 
 def test_hop_roles_map_to_evidence_roles() -> None:

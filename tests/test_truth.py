@@ -52,7 +52,7 @@ def test_truth_file_is_well_formed(path: Path) -> None:
     seen = set()
     for n, case in enumerate(cases):
         where = f"{path.name} case {n} ({case.get('option')} {case.get('choice')} {case.get('arch')})"
-        if not _CASE_KEYS <= set(case) <= _CASE_KEYS | {"open", "model"}:
+        if not _CASE_KEYS <= set(case) <= _CASE_KEYS | {"open", "model", "platform"}:
             problems.append(f"{where}: keys {sorted(case)}")
             continue
         key = (case["option"], case["choice"], case["arch"], case["quantization"],
@@ -80,6 +80,9 @@ def test_truth_file_is_well_formed(path: Path) -> None:
             problems.append(f"{where}: accept {accept} leaves out the verdict {verdict!r}")
         elif not (set(accept) <= UNSAFE if verdict in UNSAFE else set(accept) <= SAFE):
             problems.append(f"{where}: accept {accept} mixes safe and unsafe verdicts")
+        if "platform" in case and case["platform"] not in ("rocm", "npu", "xpu", "hpu", "mps",
+                                                            "musa", "cpu", "non-cuda"):
+            problems.append(f"{where}: platform {case['platform']!r}")
         if not (isinstance(case["reason"], str) and len(case["reason"].strip()) >= 20):
             problems.append(f"{where}: reason too short")
         if not (isinstance(case["where"], list) and case["where"]):
@@ -157,7 +160,9 @@ def pair_answers(request: pytest.FixtureRequest) -> list[Answer]:
 def _show(answer: Answer) -> str:
     case = answer.case
     return (f"  {case.label()}: truth {case.verdict} (accept {list(case.accept)}), "
-            f"guardscan {answer.verdict or 'nothing'}\n"
+            f"guardscan {answer.verdict or 'nothing'}"
+            + (f" (platform: truth {case.platform}, guardscan {answer.platform or 'none'})"
+               if case.platform else "") + "\n"
             f"      why: {case.reason}\n"
             f"      where: {', '.join(case.where)}\n"
             f"      guardscan's last evidence: {answer.last_evidence}")

@@ -372,3 +372,17 @@ def test_a_named_modules_public_function_runs_where_its_callers_call_it() -> Non
     # the wrapper: built unless the v1 path runs (``self._is_x_v1``, a property)
     assert {(c.evaluate(plain), c.evaluate(deepep)) for c in calls["flashinfer.XMoEWrapper"]
             } == {(Tri.TRUE, Tri.FALSE)}
+
+
+def test_a_choice_whose_code_calls_into_another_platforms_package_is_that_platforms() -> None:
+    result = scan("flow_platform_code", "--moe-a2a-backend")
+    option = "--moe-a2a-backend"
+    assert row(result, option, "fuseep") == "UUU"
+    for arch in ARCHS:
+        assert verdict_of(result, "fuseep", arch, option).platform == "npu"
+        # the NPU runner calls NPU code for every backend: it labels none of them
+        assert verdict_of(result, "deepep", arch, option).platform is None
+        assert verdict_of(result, "none", arch, option).platform is None
+    assert deciding(result, option, "fuseep", "sm120")[:2] == at(
+        "flow_platform_code", "sglang/srt/hardware_backend/npu/fuseep.py", "def forward_fuseep")
+    assert deciding(result, option, "fuseep", "sm120")[2] == "platform"

@@ -9,6 +9,9 @@ tool may give and still agree (``accept``), the reason and the deciding
 ``flashinfer/...``). A case may name a ``model``: the ``config.json`` of
 ``tests/truth/models/<model>.json`` (read as ``--model-config``), for a gate
 that tests the model; without one the case is judged for the common model.
+A case may name a ``platform``: the non-CUDA platform the choice is for (its
+code hands the work to that platform's package, or its docs say so); the
+answer agrees only when guardscan gives that label too.
 guardscan is run once per distinct (quantization, model) in a file, on the
 four archs the files use, kernels on.
 """
@@ -51,6 +54,8 @@ class Case:
     open: str = ""
     #: the model served (a file under ``tests/truth/models``), "" for none
     model: str = ""
+    #: the non-CUDA platform the choice is for, "" when the case says nothing
+    platform: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -69,10 +74,12 @@ class Answer:
     case: Case
     verdict: str  # "" when guardscan reported nothing for the case
     last_evidence: str
+    platform: str = ""  # the platform label guardscan gave, "" for none
 
     @property
     def agrees(self) -> bool:
-        return self.verdict in self.case.accept
+        return self.verdict in self.case.accept and (
+            not self.case.platform or self.platform == self.case.platform)
 
     @property
     def called_safe_wrongly(self) -> bool:
@@ -97,7 +104,8 @@ def load_pair(path: Path) -> list[Case]:
     return [Case(sglang=data["sglang"], flashinfer=data["flashinfer"], option=c["option"],
                  choice=c["choice"], arch=c["arch"], quantization=c["quantization"],
                  verdict=c["verdict"], accept=tuple(c["accept"]), reason=c["reason"],
-                 where=tuple(c["where"]), open=c.get("open", ""), model=c.get("model", ""))
+                 where=tuple(c["where"]), open=c.get("open", ""), model=c.get("model", ""),
+                 platform=c.get("platform", ""))
             for c in data["cases"]]
 
 
@@ -134,5 +142,5 @@ def answers(cases: list[Case], cache_dir: Path) -> list[Answer]:
         last = backend.evidence[-1] if backend.evidence else None
         text = (f"[{last.role}] {last.path}:{last.line} {last.text}" if last is not None
                 else "(no evidence)")
-        out.append(Answer(case, backend.verdict.value, text))
+        out.append(Answer(case, backend.verdict.value, text, backend.platform or ""))
     return out

@@ -53,6 +53,10 @@ atoms). The kinds, one recogniser each:
   another option is given or holds a value (``lora_triton`` "requires
   --enable-lora"): the choice is judged with that companion given, and its
   conditions say so (``companions``, ``verdict.rules.requires``).
+- ``platform``: a call from a choice's code into a package the tree keeps
+  for a non-CUDA platform (``hardware_backend/npu/``): the choice is that
+  platform's, a label and never a verdict (``platform_code``,
+  ``verdict.rules.platform``).
 - ``kernel-call``: a call into the kernel library from the choice's code, for
   the kernels stage to judge.
 
@@ -63,7 +67,8 @@ functions), ``named`` (modules named for a choice), ``quantization`` (method
 tables, thresholds, and the condition of the methods' code),
 ``method_paths`` (the code each method runs), ``checkpoint_picks`` (classes
 a checkpoint picks), ``help_claims`` (help text), ``companions`` (options a choice needs),
-``alias_tables`` (tables of deprecated choices), ``units`` (incremental
+``alias_tables`` (tables of deprecated choices), ``platform_code`` (another
+platform's packages), ``units`` (incremental
 replay), ``collect`` (the driver).
 """
 

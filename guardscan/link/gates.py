@@ -42,6 +42,7 @@ from guardscan.link.model import (
     KernelCall,
     default_choices,
 )
+from guardscan.link.platform_code import platform_package
 from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
     Const,
@@ -77,6 +78,7 @@ class Gates:
         self.conditions = conditions
         self.quant = quant
         self.already_followed = already_followed
+        self._platform_scopes: dict[tuple[str, str, str], bool] = {}
 
     def scan_file(self, rel: str) -> Found:
         """Gates and defaults anywhere in one file."""
@@ -391,6 +393,31 @@ class Gates:
                     (*hops, *self.conditions.guard_hops(facts, path, scope, line)), option=dest,
                     text=text))
 
+    def _platform_wide(self, facts: FactsView, scope: str, dest: str) -> bool:
+        """Whether ``scope`` calls into another platform's package for more than
+        one set of ``dest``'s choices (``link.platform_code``): a call on a path
+        that tests no choice, or calls under a choice's test and under its
+        negation. Then the scope is that platform's code itself (the Ascend MoE
+        runner picking NPU kernels per all-to-all backend), and its calls label
+        no choice."""
+        key = (facts.rel, scope, dest)
+        known = self._platform_scopes.get(key)
+        if known is not None:
+            return known
+        choices = self._choices().get(dest, ())
+        admitted: set[frozenset[str]] = set()
+        for other in self.conditions.by_scope(facts, "calls", scope):
+            if parse_expr(other.func) is None:
+                continue
+            value = self.ctx.vocab.value(other.func, facts.rel, other.scope, other.line)
+            if not isinstance(value, (FuncV, ClassV)) or platform_package(value.rel) is None:
+                continue
+            path = self.conditions.path(facts, other.path, other.scope)
+            admitted.add(frozenset(c for c in choices if path.evaluate(
+                Context(options={dest: c})) is not Tri.FALSE))
+        self._platform_scopes[key] = found = len(admitted) > 1
+        return found
+
     def _follow_one(self, facts: FactsView, call: CallFact, dest: str, cond: Predicate,
                     hops: tuple[Hop, ...], depth: int, out: Found, owned: bool = False) -> None:
         ctx = self.ctx
@@ -424,6 +451,12 @@ class Gates:
         tfacts = ctx.index.view(target[0])
         if tfacts is None:
             return
+        platform = platform_package(target[0])
+        if platform is not None and not self._platform_wide(facts, call.scope, dest):
+            out.findings.append(Finding(
+                FindingKind.PLATFORM, target[0], _def_line(tfacts, target[1]), cond,
+                (*hops, hop), option=dest, text=f"{target[1]}() is {platform} code",
+                target=(platform,)))
         for scope, line, text, gate, path in self.conditions.failure_conditions(tfacts, target[1]):
             if not mentions_device(gate) and not mentions_model(gate):
                 continue

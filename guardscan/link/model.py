@@ -44,6 +44,7 @@ class FindingKind(str, enum.Enum):
     ALIAS = "alias"
     RENAME = "rename"
     REQUIRES = "requires"
+    PLATFORM = "platform"
 
     # equal to its value as a str, so hashed and printed as one: a plain
     # "gate" (a test's, or an older cache's) finds the same dict entries

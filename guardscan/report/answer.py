@@ -61,6 +61,7 @@ __all__ = [
     "describe_fact",
     "field_notes",
     "method_notes",
+    "platform_source",
     "sorted_archs",
 ]
 
@@ -91,6 +92,14 @@ def deciding_evidence(verdict: BackendVerdict) -> Evidence | None:
 def caveats(verdict: BackendVerdict) -> list[Evidence]:
     """Gates on the chain that could still raise under something undecidable."""
     return [ev for ev in verdict.caveats if ev.kind == FactKind.GATE]
+
+
+def platform_source(verdict: BackendVerdict) -> str:
+    """Where a choice's platform label comes from: ``code`` (a call into
+    another platform's package on its chain) or ``docs`` (the option's own
+    help text or list comments)."""
+    return "code" if any(ev.role == Role.PLATFORM.value and arg(ev.args, "platform")
+                         == verdict.platform for ev in verdict.evidence) else "docs"
 
 
 def marked(verdict: BackendVerdict) -> bool:
@@ -140,6 +149,8 @@ _ROLE_FACTS: dict[str, tuple[str, str]] = {
     Role.DEFAULT.value: ("a default SGLang picks under a device condition",
                          "moderate: SGLang chooses it itself there"),
     Role.DOC.value: ("a claim in the option's help text", "weak: documentation only"),
+    Role.PLATFORM.value: ("a call into code the tree keeps for another platform",
+                          "weak: a label, never a verdict"),
     Role.SELECT.value: ("a device test that picks an implementation",
                         "none: picking is not a claim of support"),
 }

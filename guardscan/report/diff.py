@@ -109,7 +109,8 @@ def _side(label: str, verdict: BackendVerdict, archs: Sequence[str] = ()) -> lis
     out: list[str] = []
     if ev is None:
         ev = next((e for e in reversed(verdict.evidence)
-                   if e.role not in (Role.LINK.value, Role.DOC.value)), None)
+                   if e.role not in (Role.LINK.value, Role.DOC.value,
+                                     Role.PLATFORM.value)), None)
         if ev is None:
             return [f"{head}no architecture evidence on its path"]
         out.append(f"{head}nothing decides it; the last fact on its path:")

@@ -21,7 +21,13 @@ import textwrap
 from typing import IO
 
 from guardscan.evidence import Status
-from guardscan.report.answer import arch_sort_key, caveats, deciding_evidence, describe_fact
+from guardscan.report.answer import (
+    arch_sort_key,
+    caveats,
+    deciding_evidence,
+    describe_fact,
+    platform_source,
+)
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 from guardscan.verdict.auto import auto_targets
 from guardscan.verdict.rules.default import AUTO
@@ -136,7 +142,10 @@ def _text(matches: list[BackendVerdict], stream: IO[str], result: ScanResult) ->
                      f"{verdict.verdict.value} (safe to try: "
                      f"{'yes' if verdict.safe_to_try else 'no'})\n")
         if verdict.platform:
-            stream.write(f"  documented as {verdict.platform}-only\n")
+            stream.write(f"  documented as {verdict.platform}-only\n"
+                         if platform_source(verdict) == "docs" else
+                         f"  {verdict.platform}-only: its code calls into {verdict.platform}'s "
+                         "package (below)\n")
         deciding = deciding_evidence(verdict)
         for number, ev in enumerate(ordered_hops(verdict), start=1):
             stream.write(f"  {number:>2}. [{ev.role}] {ev.place}  {ev.text}\n")

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from guardscan.evidence import FactKind, arg
 from guardscan.report import register
-from guardscan.report.answer import caveats, field_notes, marked, sorted_archs
+from guardscan.report.answer import caveats, field_notes, marked, platform_source, sorted_archs
 from guardscan.results import BackendVerdict, Evidence, ScanResult, Verdict
 
 __all__ = ["render_markdown"]
@@ -99,7 +99,8 @@ def _tables(result: ScanResult) -> list[str]:
             label = _code(choice, table=True)
             platforms = sorted({v.platform for v in cells.values() if v.platform})
             if platforms:
-                label += f" ({', '.join(platforms)} only, per its docs)"
+                sources = sorted({platform_source(v) for v in cells.values() if v.platform})
+                label += f" ({', '.join(platforms)} only, per its {' and '.join(sources)})"
             words = []
             for arch in archs:
                 verdict = cells.get(arch)

@@ -28,6 +28,7 @@ from guardscan.report.answer import (
     field_notes,
     marked,
     method_notes,
+    platform_source,
     short_reason,
     sorted_archs,
 )
@@ -478,7 +479,7 @@ def _table(result: ScanResult, style: _Style) -> list[str]:
             word = verdict.verdict.value + ("*" if marked(verdict) else "")
             cells.append(style(word, verdict.verdict.value) + " " * (width - len(word)))
             if verdict.platform:
-                marks = f"  ({verdict.platform} only, per its docs)"
+                marks = f"  ({verdict.platform} only, per its {platform_source(verdict)})"
         out.append((f"  {choice}".ljust(first) + "".join(cells)).rstrip() + marks)
     if current_option is not None:
         out.extend(_field_block(field.get(current_option, []), "  ", None))

@@ -218,6 +218,8 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         conditions.update(need_condition(atom) for atom in needs)
         # the deciding fact last: `explain` ends where the verdict was decided
         chain = mark_statuses(dedupe_keep_last([origin, *docs, *caveats, *evidence]), verdict)
+        platform = platforms.get(choice) or next(
+            (p for o in outcomes for p in o.platforms), None)
         out.append(BackendVerdict(option.flag, choice, arch.name, quantization, verdict,
-                                  tuple(chain), platforms.get(choice), tuple(sorted(conditions))))
+                                  tuple(chain), platform, tuple(sorted(conditions))))
     return out

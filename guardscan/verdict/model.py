@@ -38,6 +38,8 @@ class Outcome:
     caveats: tuple[Evidence, ...] = ()
     docs: tuple[Evidence, ...] = ()
     conditions: tuple[str, ...] = ()
+    #: the non-CUDA platforms the choice's own code is for (``rules.platform``)
+    platforms: tuple[str, ...] = ()
 
 
 NOTHING = Outcome()

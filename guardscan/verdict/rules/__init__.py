@@ -24,6 +24,7 @@ from guardscan.verdict.rules import (
     gate,
     imports,
     kernels,
+    platform,
     requires,
     select,
 )
@@ -31,7 +32,8 @@ from guardscan.verdict.rules import (
 __all__ = ["FINDING_RULES", "RULES", "rule_for"]
 
 #: the rules over findings, in the order their docs are shown
-FINDING_RULES: tuple[ModuleType, ...] = (gate, imports, default, doc, select, requires)
+FINDING_RULES: tuple[ModuleType, ...] = (gate, imports, default, doc, select, requires,
+                                         platform)
 #: every rule, the kernel-library ones last (``compiled`` answers kernel calls
 #: into the compiled packages, which ``kernels`` then judges like any other)
 RULES: tuple[ModuleType, ...] = (*FINDING_RULES, kernels, compiled)
