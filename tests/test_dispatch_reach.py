@@ -38,6 +38,9 @@ def verdicts() -> dict[tuple[str, str, str], str]:
     (A2A, "deepep", "sm80", "blocked"),
     (A2A, "deepep", "sm90", "supported"),
     (A2A, "none", "sm80", "unknown"),
+    # MoriEPMoE has no constructor of its own: EPMoE's runs, assert and all
+    (A2A, "mori", "sm80", "blocked"),
+    (A2A, "mori", "sm90", "supported"),
 ])
 def test_gate_applies_only_where_the_class_is_handed_out(
         verdicts: dict[tuple[str, str, str], str], option: str, choice: str, arch: str,

@@ -386,3 +386,14 @@ def test_a_choice_whose_code_calls_into_another_platforms_package_is_that_platfo
     assert deciding(result, option, "fuseep", "sm120")[:2] == at(
         "flow_platform_code", "sglang/srt/hardware_backend/npu/fuseep.py", "def forward_fuseep")
     assert deciding(result, option, "fuseep", "sm120")[2] == "platform"
+
+
+def test_a_class_without_its_own_constructor_runs_its_bases() -> None:
+    """``XRunner()`` runs ``BaseRunner.__init__``, whose ``super().__init__()``
+    runs ``RootRunner.__init__``: the check there decides, as a step of the
+    same construction (no extra call away from the choice's code)."""
+    result = scan("flow_constructors", "--moe-runner-backend")
+    rel = "sglang/srt/layers/moe/moe_runner/x.py"
+    assert row(result, "--moe-runner-backend", "x") == "BSB"
+    assert deciding(result, "--moe-runner-backend", "x", "sm120") == (
+        *at("flow_constructors", rel, "raise NotImplementedError"), "gate")

@@ -67,6 +67,8 @@ __all__ = ["FOLLOW_DEPTH", "Gates", "backend_argument", "backend_choices", "lite
 #: How many calls away from a choice's own code a gate still counts.
 FOLLOW_DEPTH = 2
 
+_SUPER_INIT = "super().__init__"
+
 
 class Gates:
     """``already_followed``: the scan's record of calls followed (a call
@@ -363,7 +365,9 @@ class Gates:
         returned = self._returned_functions(facts, returns)
         for call in calls:
             cond = conj(region, conditions.path(facts, call.path, call.scope))
-            self._follow_one(facts, call, dest, cond, hops, depth, out, owned)
+            # a base's constructor goes on building the same object: no step away
+            self._follow_one(facts, call, dest, cond, hops,
+                             depth + 1 if call.func == _SUPER_INIT else depth, out, owned)
         for call in returned:
             path = conditions.path(facts, call.path, call.scope)
             self._follow_one(facts, call, dest, conj(region, path), hops, depth, out,
@@ -425,8 +429,13 @@ class Gates:
             return
         if parse_expr(call.func) is None:
             return
-        callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
         hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
+        if call.func == _SUPER_INIT:
+            base = self._base_constructor(facts, call.scope)
+            if base is not None:
+                self._follow_target(base, facts, call, dest, cond, hops, hop, depth, out, owned)
+            return
+        callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
         if isinstance(callee, ExtV):
             backend = backend_argument(ctx.vocab, facts, call)
             carried = backend_choices(backend, self._choices())
@@ -441,11 +450,25 @@ class Gates:
         if isinstance(callee, FuncV):
             target = (callee.rel, callee.qualname)
         elif isinstance(callee, ClassV):
-            cfacts = ctx.index.view(callee.rel)
-            if cfacts is not None and cfacts.function(f"{callee.qualname}.__init__"):
-                target = (callee.rel, f"{callee.qualname}.__init__")
+            # the constructor that runs: the class's own or the nearest base's
+            target = self.quant.paths.lookup((callee.rel, callee.qualname), "__init__")
         if target is None:
             return
+        self._follow_target(target, facts, call, dest, cond, hops, hop, depth, out, owned)
+
+    def _base_constructor(self, facts: FactsView, scope: str) -> tuple[str, str] | None:
+        """What ``super().__init__`` calls in the constructor ``scope``: the
+        next ``__init__`` among the class's bases in the tree."""
+        func = facts.function(scope)
+        if func is None or not func.cls or func.name != "__init__":
+            return None
+        cls = (facts.rel, func.cls)
+        return self.quant.paths.lookup(cls, "__init__", after=cls)
+
+    def _follow_target(self, target: tuple[str, str], facts: FactsView, call: CallFact,
+                       dest: str, cond: Predicate, hops: tuple[Hop, ...], hop: Hop, depth: int,
+                       out: Found, owned: bool) -> None:
+        ctx = self.ctx
         if self.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
             return
         tfacts = ctx.index.view(target[0])
