@@ -159,6 +159,12 @@ def _analyse(opts: ScanOptions) -> Analysis:
     if opts.use_cache:
         # no --option in the key: a narrowed scan judges every option and shows
         # the ones asked for (memo.narrow), so one result answers both
+        # linking reads neither the archs, the method nor the model: scans that
+        # differ only there link from one another's records (memo.results)
+        family = (str(tree.root), tree.package, opts.kernels, opts.prefilter,
+                  str(kernel_tree.root) if kernel_tree is not None else None,
+                  cubins.key if cubins is not None else None,
+                  compiled.key if compiled is not None else None)
         memo = ScanMemo(cache_dir, (
             str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
             (), opts.kernels, opts.prefilter,
@@ -166,7 +172,7 @@ def _analyse(opts: ScanOptions) -> Analysis:
             cubins.key if cubins is not None else None,
             compiled.key if compiled is not None else None,
             *((model.key(),) if model is not None else ())),
-            reuse_results=not opts.full)
+            reuse_results=not opts.full, family_parts=("family", *family))
         cached = memo.load(tree, kernel_tree)
         if memo.reuse_results:
             _say(opts, f"stored result: {memo.outcome}")

@@ -22,6 +22,7 @@ from fixturetree import FIXTURES, make_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from guardscan.arch import parse_arch
 from guardscan.driver import Analysis, ScanOptions, analyse
 
 #: fixture trees with the most kinds of guards in them
@@ -525,3 +526,39 @@ def _fresh_quant(root: Path, tmp: Path, quantization: str) -> str:
     return _json(analyse(ScanOptions(target=str(root), kernels=False, offline=True,
                                      cache_dir=tmp / "none", use_cache=False,
                                      quantization=quantization)))
+
+
+def _family(root: Path, cache: Path, tmp: Path, archs: str, quantization: str | None,
+            ) -> tuple[Analysis, str]:
+    """A scan for other archs or another method, with the cache the last one
+    filled, and the same scan with no cache at all."""
+    extra = {"archs": [parse_arch(a) for a in archs.split(",")], "quantization": quantization}
+    again = _analyse(root, cache, **extra)
+    fresh = _json(analyse(ScanOptions(target=str(root), kernels=False, offline=True,
+                                      cache_dir=tmp / "none", use_cache=False, **extra)))
+    return again, fresh
+
+
+def test_other_archs_or_another_method_link_from_the_last_scan(tmp_path: Path) -> None:
+    """Linking reads neither the archs nor the method: a scan for others,
+    with no result of its own, replays every linking unit of the last scan
+    of the tree (``memo.results``, the family), and gives what a scan from
+    scratch gives; its choices are judged afresh."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "roles_quant", root)
+    for path in root.rglob("*.py"):  # written long ago: not racily clean
+        os.utime(path, (1_600_000_000, 1_600_000_000))
+    cache = tmp_path / "cache"
+    first = _analyse(root, cache, archs=[parse_arch("sm90")])
+    assert first.units[1] > 0 and first.units[0] == 0, first.units
+    again, fresh = _family(root, cache, tmp_path, "sm100,sm120", "fp8")
+    assert again.cache.startswith("no stored result (linking from"), again.cache
+    assert again.units == (first.units[1], 0), again.units
+    assert _json(again) == fresh
+    # a guard file edited since: what the edit touches links again
+    path = root / "sglang/srt/server_args.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n# an added comment\n",
+                    encoding="utf-8")
+    _touch_later(path)
+    edited, fresh = _family(root, cache, tmp_path, "sm80", "myq")
+    assert _json(edited) == fresh

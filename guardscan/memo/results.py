@@ -16,6 +16,13 @@ Beside each entry are the scan's records of reads, of linking and of judged
 choices, paired with it by a token. On a miss with the same files, the next
 analysis replays from them what the change cannot touch (see
 ``guardscan.memo.records``).
+
+Linking does not depend on the archs, the ``--quantization`` or the model a
+scan judges for (``link.collect_links`` is handed none of them), so the scans
+of one tree that differ only there form a family (``family_parts``): the
+family's last stored entry is named in ``<family>.family``, and a scan with
+no entry of its own links from that one's records (its judged choices are
+never reused: they are per arch, method and model).
 """
 
 from __future__ import annotations
@@ -160,16 +167,26 @@ def _hash(tree: SourceTree, rel: str) -> str:
 
 
 class ResultCache:
-    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...]) -> None:
+    def __init__(self, cache_dir: Path, key_parts: tuple[object, ...],
+                 family_parts: tuple[object, ...] | None = None) -> None:
+        """``family_parts``: the parts of ``key_parts`` that linking depends
+        on (None: no family, a scan with no entry of its own links afresh)."""
         from guardscan import __version__
 
-        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
-                                      key_parts)).encode())
+        def digest(parts: tuple[object, ...]) -> str:
+            return hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
+                                        parts)).encode()).hexdigest()
+
         self.cache_dir = cache_dir
-        self.path = cache_dir / "results" / f"{digest.hexdigest()}.pickle"
+        self.path = cache_dir / "results" / f"{digest(key_parts)}.pickle"
         self.reads_path = self.path.with_suffix(".reads.pickle")
         self.links_path = self.path.with_suffix(".links.pickle")
         self.judged_path = self.path.with_suffix(".judged.pickle")
+        self.family_path = cache_dir / "results" / f"{digest(family_parts)}.family" \
+            if family_parts is not None else None
+        #: after a miss: the entry the records of an earlier scan are read
+        #: from (this scan's own, or its family's last one)
+        self._source = self.path
         #: after a miss with the same files: the stored entry, and the files
         #: whose bytes changed since (for incremental linking)
         self._entry: _Entry | None = None
@@ -199,8 +216,47 @@ class ResultCache:
         entry = _load(self.path, _Entry)
         if entry is None:
             self.outcome = "no stored result"
+            self._from_family(self.stats, tree, kernel_tree)
             return None
         return self._check(entry, self.stats, tree, kernel_tree)
+
+    def _from_family(self, stats: dict[str, Stat], tree: SourceTree,
+                     kernel_tree: SourceTree | None) -> None:
+        """With no entry of its own: the family's last entry (the same tree
+        scanned for other archs, another method or model), whose linking this
+        scan replays where the files it read are unchanged."""
+        if self.family_path is None:
+            return
+        try:
+            name = self.family_path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return
+        source = self.path.parent / name
+        if not name.endswith(".pickle") or "/" in name or source == self.path:
+            return
+        entry = _load(source, _Entry)
+        if entry is None:
+            return
+        same = frozenset(rel for rel, st in stats.items()
+                         if entry.stats.get(rel) == st and st[1] < entry.stat_ns - RACY_NS
+                         and entry.hashes.get(rel) and st[0] <= MAX_FILE_BYTES)
+        kernel_stats = _stat_tree(kernel_tree) if kernel_tree is not None else None
+        if set(stats) != set(entry.stats) or kernel_stats != entry.kernel_stats:
+            return
+        changed: dict[str, bytes] = {}
+        for rel in stats:
+            if rel in same:
+                continue
+            try:
+                data = tree.path_of(rel).read_bytes()
+            except OSError:
+                return
+            if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
+                changed[rel] = data
+        self._prior = (entry.greps, same, entry.hashes)
+        self._entry, self._changed, self._source = entry, changed, source
+        self.kernel_stats = kernel_stats
+        self.outcome = "no stored result (linking from the scan of other archs or options)"
 
     def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
                kernel_tree: SourceTree | None) -> ScanResult | None:
@@ -283,10 +339,10 @@ class ResultCache:
         entry = self._entry
         if entry is None:
             return None
-        record = _load_links(self.links_path, entry.token)
+        record = _load_links(self._source.with_suffix(".links.pickle"), entry.token)
         if record is None:
             return None
-        reads = self._reads or _load(self.reads_path, _Reads)
+        reads = self._reads or _load(self._source.with_suffix(".reads.pickle"), _Reads)
         if reads is None or reads.token != entry.token:
             return None
         self._reads = reads
@@ -365,8 +421,8 @@ class ResultCache:
         """After a miss with the same files: the stored scan's judged choices
         (``verdict.Judged``, by option dest and choice), if kept."""
         entry = self._entry
-        if entry is None:
-            return None
+        if entry is None or self._source != self.path:
+            return None  # a family member's choices were judged for another scan
         judged = _load(self.judged_path, _JudgedEntry)
         return judged.judged if judged is not None and judged.token == entry.token else None
 
@@ -426,8 +482,22 @@ class ResultCache:
         self.wait_for_writer()
         # the records first: an entry is never paired with older ones
         if store_pickle(self.reads_path, reads) and (
-                judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token))):
-            store_pickle(self.path, entry)
+                judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token))) \
+                and store_pickle(self.path, entry) and self.family_path is not None:
+            _write_name(self.family_path, self.path.name)
+
+
+def _write_name(path: Path, name: str) -> None:
+    """``path`` holds ``name`` (written whole or not at all)."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        staging.write_text(name, encoding="utf-8")
+        os.replace(staging, path)
+    except OSError:
+        try:
+            staging.unlink()
+        except OSError:
+            pass
 
 
 _T = TypeVar("_T")

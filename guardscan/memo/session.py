@@ -74,13 +74,15 @@ class ScanMemo:
     """Every cache of one scan, behind one object the driver holds."""
 
     def __init__(self, cache_dir: Path, key_parts: tuple[object, ...],
-                 reuse_results: bool = True) -> None:
+                 reuse_results: bool = True,
+                 family_parts: tuple[object, ...] | None = None) -> None:
         """``reuse_results``: False computes every stage afresh and stores no
         result (``--graph`` needs them all); facts and the kernel library's
-        answers are still cached."""
+        answers are still cached. ``family_parts``: the parts of the key that
+        linking depends on (``memo.results``)."""
         self.cache_dir = cache_dir
         self.reuse_results = reuse_results
-        self.results = ResultCache(cache_dir, key_parts)
+        self.results = ResultCache(cache_dir, key_parts, family_parts)
         self._prior: tuple[LinkRecord, Changes] | None = None
         self._changes: Changes | None = None
         self._prior_catalog: KeptCatalog | None = None
