@@ -7,7 +7,9 @@ Scans the target and the FlashInfer it pins, with the guardscan CLI as a user
 runs it (``--format json``, every backend option, every standard arch), each
 in its own process, timed from outside: cold (empty cache), warm (nothing
 changed), a narrower question right after (``explain`` of one choice, and the
-scan narrowed with ``--option``), one file changed three times (a comment
+scan narrowed with ``--option``), other questions on the same tree (another
+``--quantization``; one arch; that arch with another method), one file
+changed three times (a comment
 appended to the file that defines the capability guards, then a function
 appended to it: changes no read of the scan can see; then the capability list
 of one guard edited in place: the scan reads it, so it runs again from cached
@@ -272,6 +274,12 @@ def main() -> int:
         scan("explain_after_full", "explain", "flashinfer_trtllm", "--option",
              "--moe-runner-backend")
         scan("option_after_full", "--option", "--moe-runner-backend")
+        # another question on the same tree: links from the full scan's
+        # records (memo.results: the family); one arch asks its own kernel
+        # questions once, then replays them
+        scan("method_after_full", "--quantization", "fp8")
+        scan("one_arch_after_full", "--arch", "sm120")
+        scan("one_arch_and_method_after", "--arch", "sm120", "--quantization", "modelopt_fp4")
         changed_file = copy / tree.package / "srt" / "utils" / "common.py"
         if not changed_file.exists():
             changed_file = next((copy / tree.package).rglob("*.py"))

@@ -280,7 +280,7 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
     unless its answers are stored already (then it is not read at all)."""
     if kernel_tree is None or memo is None:
         return None
-    if memo.kernel_answers(kernel_tree, companions).stored:
+    if memo.kernel_answers(kernel_tree, companions, tuple(a.name for a in opts.archs)).stored:
         return None
     return Warmer(kernel_tree, memo.cache_dir)
 
@@ -338,7 +338,8 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
             # it again from the page cache each time (0.1 s a pass for 117 MB)
             # costs less than holding it beside SGLang's results (the peak)
             kernel_index.release_text()
-            answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "") \
+            answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "",
+                                          tuple(a.name for a in opts.archs)) \
                 if memo is not None else None
             kernel_judge = kernel_judge_for(kernel_index, answers, cubins)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,

@@ -639,3 +639,33 @@ def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> 
     changed = next(package.rglob("*.py"))
     changed.write_text(changed.read_text() + "\n# changed\n")
     assert KernelAnswers(tmp_path / "cache", acquire(str(package), package.name)).stored == []
+
+
+def test_kernel_answers_are_kept_per_set_of_archs(tmp_path: Path) -> None:
+    """A scan asks every question for every arch it judges: scans that
+    alternate between two sets of archs each replay their own sequence."""
+    import shutil
+
+    from fixturetree import FIXTURES
+
+    from guardscan.acquire import acquire
+    from guardscan.arch import parse_arch
+    from guardscan.memo.results import KernelAnswers
+    from guardscan.predicate import Tri
+
+    root = tmp_path / "lib"
+    shutil.copytree(FIXTURES / "kernels_decorator", root)
+    package = next(p for p in root.iterdir() if p.is_dir())
+    tree = acquire(str(package), package.name)
+    cache = tmp_path / "cache"
+    for archs in (("sm90", "sm120"), ("sm120",)):
+        answers = KernelAnswers(cache, tree, archs=archs)
+        for arch in archs:
+            key = ("pkg.fn", None, parse_arch(arch))
+            assert answers.next(key) is None
+            answers.record(key, (Tri.FALSE, [], True))
+        answers.store()
+    both = KernelAnswers(cache, tree, archs=("sm90", "sm120"))
+    assert both.next(("pkg.fn", None, parse_arch("sm90"))) == (Tri.FALSE, [], True)
+    one = KernelAnswers(cache, tree, archs=("sm120",))
+    assert one.next(("pkg.fn", None, parse_arch("sm120"))) == (Tri.FALSE, [], True)

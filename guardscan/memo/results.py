@@ -536,14 +536,20 @@ class KernelAnswers:
     the library defines the called name, so ``unresolved-kernel`` diagnostics
     come out the same too, and so does each answer's record of the C++ files
     the library could not read by then (``cpp-parse-failed``).
+
+    The questions are asked for every arch judged (``driver``), so scans for
+    other archs ask another sequence: one sequence is kept per set of archs
+    (``archs``), and scans that alternate between two sets replay each.
     """
 
-    def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "") -> None:
+    def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "",
+                 archs: tuple[str, ...] = ()) -> None:
         from guardscan import __version__
 
         digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
                                       str(kernel_tree.root), kernel_tree.package)
-                                     + ((companions,) if companions else ())).encode())
+                                     + ((companions,) if companions else ())
+                                     + ((archs,) if archs else ())).encode())
         self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
         self.stats = _stat_tree(kernel_tree)
         self.stored: list[KernelAnswer] = []

@@ -172,10 +172,12 @@ class ScanMemo:
             self._units.changed = None
         return self._judging
 
-    def kernel_answers(self, kernel_tree: SourceTree, companions: str = "") -> KernelAnswers:
-        """The kernel library's answers of the last scan of that library (and of
-        the packages read beside it, ``companions``: the cubin package's key)."""
-        return KernelAnswers(self.cache_dir, kernel_tree, companions)
+    def kernel_answers(self, kernel_tree: SourceTree, companions: str = "",
+                       archs: tuple[str, ...] = ()) -> KernelAnswers:
+        """The kernel library's answers of the last scan of that library for
+        ``archs`` (and of the packages read beside it, ``companions``: the
+        cubin package's key)."""
+        return KernelAnswers(self.cache_dir, kernel_tree, companions, archs)
 
     @property
     def owners(self) -> Owners:
