@@ -403,7 +403,7 @@ def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[A
 
     The kernel library's answers are replayed from the cache only while a
     scan asks the questions the last one asked, in the same order
-    (``memo.results.KernelAnswers``); asked as the verdicts need them, the
+    (``memo.kernel_answers.KernelAnswers``); asked as the verdicts need them, the
     order followed which calls each verdict reached, and an edit that made
     one call reachable where it was not read the whole library again. Asked
     up front, the sequence depends only on the calls the linker found, not

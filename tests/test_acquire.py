@@ -622,7 +622,7 @@ def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> 
 
     from guardscan.acquire import acquire
     from guardscan.arch import parse_arch
-    from guardscan.memo.results import KernelAnswers
+    from guardscan.memo.kernel_answers import KernelAnswers
     from guardscan.predicate import Tri
 
     root = tmp_path / "lib"
@@ -650,7 +650,7 @@ def test_kernel_answers_are_kept_per_set_of_archs(tmp_path: Path) -> None:
 
     from guardscan.acquire import acquire
     from guardscan.arch import parse_arch
-    from guardscan.memo.results import KernelAnswers
+    from guardscan.memo.kernel_answers import KernelAnswers
     from guardscan.predicate import Tri
 
     root = tmp_path / "lib"

@@ -37,7 +37,7 @@ Notes = tuple[tuple[str, str], ...]
 
 class AnswerStore(Protocol):
     """Where the driver keeps the kernel library's answers between scans
-    (``guardscan.memo.results.KernelAnswers``): the kernel stage never imports
+    (``guardscan.memo.kernel_answers.KernelAnswers``): the kernel stage never imports
     the cache, it is handed one."""
 
     asked: list[tuple[tuple[object, ...], KernelAnswer, Notes]]

@@ -7,7 +7,7 @@ computation, so the one stored result answers both, and a narrowed scan right
 after a full one (or a full one after a narrowed one) is a warm scan.
 
 Why judge every option: the kernel library's solver cuts call cycles, so an
-answer can depend on the questions asked before it (``results.KernelAnswers``);
+answer can depend on the questions asked before it (``kernel_answers.KernelAnswers``);
 judging only one option asks a subsequence of the questions and could come out
 otherwise. Judging all of them makes an option's verdicts the same whichever
 options are shown.

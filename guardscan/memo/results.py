@@ -50,10 +50,9 @@ from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
 from guardscan.memo.records import Changes, LinkRecord
-from guardscan.predicate import Tri
-from guardscan.results import Diagnostic, Evidence, ScanResult
+from guardscan.results import Diagnostic, ScanResult
 
-__all__ = ["KernelAnswers", "ResultCache"]
+__all__ = ["ResultCache"]
 
 Stat = tuple[int, int, int]  # size, mtime_ns, mode (chmod changes what can be read)
 
@@ -166,6 +165,36 @@ def _hash(tree: SourceTree, rel: str) -> str:
         return ""
 
 
+def _same_files(entry: _Entry, stats: dict[str, Stat]) -> frozenset[str]:
+    """The files whose bytes are those the stored scan read (and read without
+    trouble): on a miss, their pre-filter answers are reused."""
+    racy = entry.stat_ns - RACY_NS
+    return frozenset(rel for rel, st in stats.items()
+                     if entry.stats.get(rel) == st and st[1] < racy
+                     and entry.hashes.get(rel) and st[0] <= MAX_FILE_BYTES)
+
+
+def _changed_files(entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
+                   ) -> dict[str, bytes] | str:
+    """The files (same set as the entry's) whose bytes differ from those the
+    stored scan read, with their new bytes; or the first one unreadable. A
+    file whose stat moved is hashed again, and so is one written just before
+    the stored stat was taken (it may be written again in the same clock
+    tick, leaving its stat unchanged)."""
+    racy = entry.stat_ns - RACY_NS
+    out: dict[str, bytes] = {}
+    for rel, st in stats.items():
+        if st == entry.stats[rel] and st[1] < racy:
+            continue
+        try:
+            data = tree.path_of(rel).read_bytes()
+        except OSError:
+            return rel
+        if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
+            out[rel] = data
+    return out
+
+
 class ResultCache:
     def __init__(self, cache_dir: Path, key_parts: tuple[object, ...],
                  family_parts: tuple[object, ...] | None = None) -> None:
@@ -237,36 +266,20 @@ class ResultCache:
         entry = _load(source, _Entry)
         if entry is None:
             return
-        same = frozenset(rel for rel, st in stats.items()
-                         if entry.stats.get(rel) == st and st[1] < entry.stat_ns - RACY_NS
-                         and entry.hashes.get(rel) and st[0] <= MAX_FILE_BYTES)
         kernel_stats = _stat_tree(kernel_tree) if kernel_tree is not None else None
         if set(stats) != set(entry.stats) or kernel_stats != entry.kernel_stats:
             return
-        changed: dict[str, bytes] = {}
-        for rel in stats:
-            if rel in same:
-                continue
-            try:
-                data = tree.path_of(rel).read_bytes()
-            except OSError:
-                return
-            if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
-                changed[rel] = data
-        self._prior = (entry.greps, same, entry.hashes)
+        changed = _changed_files(entry, stats, tree)
+        if isinstance(changed, str):
+            return
+        self._prior = (entry.greps, _same_files(entry, stats), entry.hashes)
         self._entry, self._changed, self._source = entry, changed, source
         self.kernel_stats = kernel_stats
         self.outcome = "no stored result (linking from the scan of other archs or options)"
 
     def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
                kernel_tree: SourceTree | None) -> ScanResult | None:
-        racy = entry.stat_ns - RACY_NS
-        # files whose bytes are those the stored scan read (and read without
-        # trouble): on a miss, their pre-filter answers are reused
-        same = frozenset(rel for rel, st in stats.items()
-                         if entry.stats.get(rel) == st and st[1] < racy
-                         and entry.hashes.get(rel) and st[0] <= MAX_FILE_BYTES)
-        self._prior = (entry.greps, same, entry.hashes)
+        self._prior = (entry.greps, _same_files(entry, stats), entry.hashes)
         if set(stats) != set(entry.stats):
             self.outcome = "files added or removed"
             return None
@@ -275,19 +288,13 @@ class ResultCache:
                 kernel_tree is not None and self.kernel_stats != entry.kernel_stats):
             self.outcome = "kernel library changed"
             return None
-        # a file written just before the stat was taken may be written again in
-        # the same clock tick, leaving its stat unchanged: it is re-read
-        moved = [rel for rel, st in stats.items()
-                 if st != entry.stats[rel] or st[1] >= racy]
-        new_data: dict[str, bytes] = {}
-        for rel in moved:
-            try:
-                data = tree.path_of(rel).read_bytes()
-            except OSError:
-                self.outcome = f"{rel} unreadable"
-                return None
-            if hashlib.sha256(data).hexdigest() != entry.hashes.get(rel):
-                new_data[rel] = data
+        new_data = _changed_files(entry, stats, tree)
+        if isinstance(new_data, str):
+            self.outcome = f"{new_data} unreadable"
+            return None
+        # the stat moved (or was racy): remember the new state below
+        moved = any(st != entry.stats[rel] or st[1] >= entry.stat_ns - RACY_NS
+                    for rel, st in stats.items())
         self._entry, self._changed = entry, new_data
         for rel, data in new_data.items():
             for pattern, within, matches in entry.greps:
@@ -510,84 +517,3 @@ def _load(path: Path, kind: type[_T]) -> _T | None:
     except Exception:  # noqa: BLE001 - missing or corrupt: a miss
         return None
     return loaded if isinstance(loaded, kind) else None
-
-
-#: (support, evidence chain, whether the library defines the called name, the
-#: public library function below the called one that decides a TRUE, or "")
-Answer = tuple[Tri, list[Evidence], bool, str]
-#: ((call target, backend, arch), answer)
-#: (the question, its answer, the library's unreadable C++ files by then: (file, reason))
-KernelAnswer = tuple[tuple[object, ...], Answer, tuple[tuple[str, str], ...]]
-
-
-class KernelAnswers:
-    """The kernel-library answers of the last scan of a library, replayed while
-    that library's tree is unchanged (every file ``stat``-ed as it was).
-
-    What a kernel-library function supports on an arch depends on the library
-    alone, so a scan after a change to SGLang (or a repeated pre-flight check)
-    can reuse the answers an earlier scan worked out without reading the
-    library at all. The library's solver cuts call cycles, so an answer can
-    depend on the questions asked before it: answers are therefore kept as the
-    sequence they were asked in, and reused only while this scan asks the same
-    questions in the same order. At the first different question the library
-    is read and the questions so far are asked again, so every answer is
-    exactly what a scan without the cache gives. Each answer records whether
-    the library defines the called name, so ``unresolved-kernel`` diagnostics
-    come out the same too, and so does each answer's record of the C++ files
-    the library could not read by then (``cpp-parse-failed``).
-
-    The questions are asked for every arch judged (``driver``), so scans for
-    other archs ask another sequence: one sequence is kept per set of archs
-    (``archs``), and scans that alternate between two sets replay each.
-    """
-
-    def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "",
-                 archs: tuple[str, ...] = ()) -> None:
-        from guardscan import __version__
-
-        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
-                                      str(kernel_tree.root), kernel_tree.package)
-                                     + ((companions,) if companions else ())
-                                     + ((archs,) if archs else ())).encode())
-        self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
-        self.stats = _stat_tree(kernel_tree)
-        self.stored: list[KernelAnswer] = []
-        #: whether each function's answer depends on the caller's arguments
-        #: (``kernels.arguments``): a question about one that does not is
-        #: asked without them, so call sites that differ only there share it
-        self.depends: dict[str, bool] = {}
-        try:
-            with self.path.open("rb") as handle:
-                stats, stored, depends = pickle.load(handle)
-            if stats == self.stats and isinstance(stored, list) and isinstance(depends, dict):
-                self.stored = stored
-                self.depends = depends
-        except Exception:  # noqa: BLE001 - missing, corrupt or stale: start empty
-            self.stored = []
-        self._stored_depends = dict(self.depends)
-        #: this scan's questions and answers, in order
-        self.asked: list[KernelAnswer] = []
-        self.diverged = False
-
-    def next(self, key: tuple[object, ...]) -> Answer | None:
-        """The stored answer, if ``key`` is the question the last scan asked next."""
-        at = len(self.asked)
-        if not self.diverged and at < len(self.stored) and self.stored[at][0] == key:
-            self.asked.append(self.stored[at])
-            return self.stored[at][1]
-        self.diverged = True
-        return None
-
-    def record(self, key: tuple[object, ...], answer: Answer,
-               notes: tuple[tuple[str, str], ...] = ()) -> None:
-        self.asked.append((key, answer, notes))
-
-    def notes(self) -> tuple[tuple[str, str], ...]:
-        """The unreadable C++ files (file, reason) as of the last answer."""
-        return self.asked[-1][2] if self.asked else ()
-
-    def store(self) -> None:
-        """Keep this scan's sequence, if it is not the one already stored."""
-        if self.asked != self.stored or self.depends != self._stored_depends:
-            store_pickle(self.path, (self.stats, self.asked, self.depends))

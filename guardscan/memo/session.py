@@ -11,7 +11,7 @@ and hands the stages the runners that record and replay:
   units a change cannot touch;
 - a judging store (:class:`StoredJudging`) that gives back the judged
   choices whose findings, kernel calls and lines did not change;
-- the kernel library's answers (``results.KernelAnswers``).
+- the kernel library's answers (``kernel_answers.KernelAnswers``).
 
 What it keeps of an earlier scan it lets go as soon as the stage that needed
 it is done, so the scan's peak memory is not raised by the cache.
@@ -27,10 +27,11 @@ from guardscan.index import Index
 from guardscan.index.observe import Read
 from guardscan.link import Links
 from guardscan.link.units import Units
+from guardscan.memo.kernel_answers import KernelAnswers
 from guardscan.memo.link_units import RecordingUnits
 from guardscan.memo.narrow import Owners
 from guardscan.memo.records import Changes, LinkRecord
-from guardscan.memo.results import KernelAnswers, ResultCache
+from guardscan.memo.results import ResultCache
 from guardscan.options import OptionCatalog
 from guardscan.results import OptionInfo, ScanResult
 from guardscan.verdict import Judged, dirty_choices

@@ -1,0 +1,99 @@
+"""memo (kernel answers): the kernel library's answers of the last scan of a library, per set of archs, replayed in the order they were asked.
+
+See :class:`KernelAnswers`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from pathlib import Path
+
+from guardscan.acquire import SourceTree
+from guardscan.index import FACTS_VERSION, store_pickle
+from guardscan.memo.results import _code_fingerprint, _stat_tree
+from guardscan.predicate import Tri
+from guardscan.results import Evidence
+
+__all__ = ["KernelAnswers"]
+
+
+#: (support, evidence chain, whether the library defines the called name, the
+#: public library function below the called one that decides a TRUE, or "")
+Answer = tuple[Tri, list[Evidence], bool, str]
+#: ((call target, backend, arch), answer)
+#: (the question, its answer, the library's unreadable C++ files by then: (file, reason))
+KernelAnswer = tuple[tuple[object, ...], Answer, tuple[tuple[str, str], ...]]
+
+
+class KernelAnswers:
+    """The kernel-library answers of the last scan of a library, replayed while
+    that library's tree is unchanged (every file ``stat``-ed as it was).
+
+    What a kernel-library function supports on an arch depends on the library
+    alone, so a scan after a change to SGLang (or a repeated pre-flight check)
+    can reuse the answers an earlier scan worked out without reading the
+    library at all. The library's solver cuts call cycles, so an answer can
+    depend on the questions asked before it: answers are therefore kept as the
+    sequence they were asked in, and reused only while this scan asks the same
+    questions in the same order. At the first different question the library
+    is read and the questions so far are asked again, so every answer is
+    exactly what a scan without the cache gives. Each answer records whether
+    the library defines the called name, so ``unresolved-kernel`` diagnostics
+    come out the same too, and so does each answer's record of the C++ files
+    the library could not read by then (``cpp-parse-failed``).
+
+    The questions are asked for every arch judged (``driver``), so scans for
+    other archs ask another sequence: one sequence is kept per set of archs
+    (``archs``), and scans that alternate between two sets replay each.
+    """
+
+    def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "",
+                 archs: tuple[str, ...] = ()) -> None:
+        from guardscan import __version__
+
+        digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
+                                      str(kernel_tree.root), kernel_tree.package)
+                                     + ((companions,) if companions else ())
+                                     + ((archs,) if archs else ())).encode())
+        self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
+        self.stats = _stat_tree(kernel_tree)
+        self.stored: list[KernelAnswer] = []
+        #: whether each function's answer depends on the caller's arguments
+        #: (``kernels.arguments``): a question about one that does not is
+        #: asked without them, so call sites that differ only there share it
+        self.depends: dict[str, bool] = {}
+        try:
+            with self.path.open("rb") as handle:
+                stats, stored, depends = pickle.load(handle)
+            if stats == self.stats and isinstance(stored, list) and isinstance(depends, dict):
+                self.stored = stored
+                self.depends = depends
+        except Exception:  # noqa: BLE001 - missing, corrupt or stale: start empty
+            self.stored = []
+        self._stored_depends = dict(self.depends)
+        #: this scan's questions and answers, in order
+        self.asked: list[KernelAnswer] = []
+        self.diverged = False
+
+    def next(self, key: tuple[object, ...]) -> Answer | None:
+        """The stored answer, if ``key`` is the question the last scan asked next."""
+        at = len(self.asked)
+        if not self.diverged and at < len(self.stored) and self.stored[at][0] == key:
+            self.asked.append(self.stored[at])
+            return self.stored[at][1]
+        self.diverged = True
+        return None
+
+    def record(self, key: tuple[object, ...], answer: Answer,
+               notes: tuple[tuple[str, str], ...] = ()) -> None:
+        self.asked.append((key, answer, notes))
+
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """The unreadable C++ files (file, reason) as of the last answer."""
+        return self.asked[-1][2] if self.asked else ()
+
+    def store(self) -> None:
+        """Keep this scan's sequence, if it is not the one already stored."""
+        if self.asked != self.stored or self.depends != self._stored_depends:
+            store_pickle(self.path, (self.stats, self.asked, self.depends))
