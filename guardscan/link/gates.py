@@ -43,6 +43,7 @@ from guardscan.link.model import (
     default_choices,
 )
 from guardscan.link.platform_code import platform_package
+from guardscan.link.recorded import RecordedMemo
 from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
     Const,
@@ -80,7 +81,8 @@ class Gates:
         self.conditions = conditions
         self.quant = quant
         self.already_followed = already_followed
-        self._platform_scopes: dict[tuple[str, str, str], bool] = {}
+        #: shared by the units: a hit counts as read by the unit that takes it
+        self._platform_scopes: RecordedMemo[bool] = RecordedMemo(ctx.index, ctx.vocab)
 
     def scan_file(self, rel: str) -> Found:
         """Gates and defaults anywhere in one file."""
@@ -404,10 +406,10 @@ class Gates:
         negation. Then the scope is that platform's code itself (the Ascend MoE
         runner picking NPU kernels per all-to-all backend), and its calls label
         no choice."""
-        key = (facts.rel, scope, dest)
-        known = self._platform_scopes.get(key)
-        if known is not None:
-            return known
+        return self._platform_scopes.get((facts.rel, scope, dest),
+                                         lambda: self._calls_platform_for(facts, scope, dest))
+
+    def _calls_platform_for(self, facts: FactsView, scope: str, dest: str) -> bool:
         choices = self._choices().get(dest, ())
         admitted: set[frozenset[str]] = set()
         for other in self.conditions.by_scope(facts, "calls", scope):
@@ -419,8 +421,7 @@ class Gates:
             path = self.conditions.path(facts, other.path, other.scope)
             admitted.add(frozenset(c for c in choices if path.evaluate(
                 Context(options={dest: c})) is not Tri.FALSE))
-        self._platform_scopes[key] = found = len(admitted) > 1
-        return found
+        return len(admitted) > 1
 
     def _follow_one(self, facts: FactsView, call: CallFact, dest: str, cond: Predicate,
                     hops: tuple[Hop, ...], depth: int, out: Found, owned: bool = False) -> None:
