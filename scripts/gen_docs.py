@@ -246,7 +246,7 @@ def _kernel_recognisers() -> tuple[ModuleType, list[object]] | None:
 
 def verdicts_page() -> str:
     from guardscan import verdict
-    from guardscan.verdict import checkpoint, every_path, model_needs, rename, rules
+    from guardscan.verdict import checkpoint, escapes, every_path, model_needs, rename, rules
 
     lines = ["# Verdicts", "", GENERATED, "",
              (f"From `{_source_path(verdict)}` and one module per rule under "
@@ -264,12 +264,20 @@ def verdicts_page() -> str:
     lines += ["## Across findings", "",
               "Read by the ladder over a choice's findings together, not one at a time.", ""]
     for module in (rename, checkpoint, every_path, model_needs):
-        title, _, body = (inspect.getdoc(module) or "").partition("\n")
-        lines += _section(f"`{module.__name__.rsplit('.', 1)[-1]}`: "
-                          f"{title.split(': ', 1)[-1]}", body.strip())
-        lines.insert(len(lines) - 2, f"In `{_source_path(module)}`.")
-        lines.insert(len(lines) - 2, "")
+        _module_section(lines, module)
+    lines += ["## Conditions a rule adds", "",
+              "Said beside a rule's verdict, never changing it.", ""]
+    _module_section(lines, escapes)
     return about_itself("\n".join(lines).rstrip() + "\n", "docs/verdicts.md")
+
+
+def _module_section(lines: list[str], module: ModuleType) -> None:
+    """A module's docstring as a section of the verdicts page, with its path."""
+    title, _, body = (inspect.getdoc(module) or "").partition("\n")
+    lines += _section(f"`{module.__name__.rsplit('.', 1)[-1]}`: "
+                      f"{title.split(': ', 1)[-1]}", body.strip())
+    lines.insert(len(lines) - 2, f"In `{_source_path(module)}`.")
+    lines.insert(len(lines) - 2, "")
 
 
 @contextlib.contextmanager

@@ -397,3 +397,24 @@ def test_a_class_without_its_own_constructor_runs_its_bases() -> None:
     assert row(result, "--moe-runner-backend", "x") == "BSB"
     assert deciding(result, "--moe-runner-backend", "x", "sm120") == (
         *at("flow_constructors", rel, "raise NotImplementedError"), "gate")
+
+
+def test_a_checkpoint_test_that_leaves_the_way_to_a_gate_is_its_condition() -> None:
+    """fixtures/flow_checkpoint_escape (``verdict/escapes.py``): block FP8
+    with 128-wide blocks reads the backend and refuses cutlass off SM100;
+    another block size goes to Triton first. The common checkpoint's
+    verdict, with the way around it as a condition."""
+    name = "flow_checkpoint_escape"
+    result = scan_quantized(name, "--fp8-gemm-backend", "fp8")
+    assert row(result, "--fp8-gemm-backend", "cutlass") == "BSB"
+    escape = "not blocked when weight_block_size is not None and weight_block_size[1] != 128"
+    for arch in ("sm90", "sm120"):
+        assert verdict_of(result, "cutlass", arch, "--fp8-gemm-backend").conditions == (escape,)
+    assert verdict_of(result, "cutlass", "sm100", "--fp8-gemm-backend").conditions == ()
+    assert deciding(result, "--fp8-gemm-backend", "cutlass", "sm90") == (
+        *at(name, "sglang/srt/layers/quantization/fp8_utils.py", "raise RuntimeError"), "gate")
+    assert row(result, "--fp8-gemm-backend", "cutedsl") == "UUU"
+    # without --quantization the method is the checkpoint's: no way is taken
+    plain = scan_quantized(name, "--fp8-gemm-backend", None)
+    assert row(plain, "--fp8-gemm-backend", "cutlass") == "BSB"
+    assert verdict_of(plain, "cutlass", "sm90", "--fp8-gemm-backend").conditions == ()

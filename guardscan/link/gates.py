@@ -91,6 +91,7 @@ class Gates:
         if facts is None:
             return out
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
+            escape: Predicate | None = None
             model_only = not mentions_device(cond) and mentions_model(cond)
             if not mentions_device(cond) and not model_only:
                 required = companion_requirement(cond, ctx.dests)
@@ -107,6 +108,7 @@ class Gates:
                     continue
                 cond, implements = every
             else:
+                escape = self.quant.escape(rel, scope, cond)
                 cond, implements = self.quant.qualify(rel, scope, cond), ""
             runs = () if not implements else (Hop(
                 rel, _def_line(facts, scope), HopRole.LINK,
@@ -124,13 +126,14 @@ class Gates:
                 dests = sorted({a.option for a in option_atoms(conj(reach.condition, cond))})
             if reach is not None:
                 cond = conj(reach.condition, cond)
+                escape = conj(reach.condition, escape) if escape is not None else None
                 hops = (Hop(rel, reach.lines[0], HopRole.LINK,
                             "reached only where " + reach.condition.describe()), *hops)
             if dests:
                 for dest in dests:
                     out.findings.append(Finding(
                         FindingKind.GATE, rel, line, cond, hops, option=dest, text=text,
-                        implements=implements))
+                        implements=implements, escape=escape))
             elif any(isinstance(a, QuantIs) for a in leaves(cond)):
                 out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
                                             text=text))

@@ -122,6 +122,10 @@ class Finding:
     #: for a gate in a method that implements an interface's abstract method
     #: (``link.gates``): that interface method, ``FusedMoEMethodBase.apply``
     implements: str = ""
+    #: for a gate in a quantization method's code, judged on the way the
+    #: option's tests take: its condition with the checkpoint's tests on the
+    #: way kept too (``QuantPaths.escape``), or None where none was left out
+    escape: Predicate | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,17 +191,25 @@ class QuantizationMethods:
         checkpoint picks, ``QuarkW4A8MXFp4MoE``, refuses nothing for another)."""
         if not self._inside(rel):
             return cond
-        tested = option_atoms(cond)
-        variant = "full"
-        if evidence:
-            variant = "evidence"
-        elif tested:
-            variant = "chosen" if _positive_option_test(cond) and not every_arch else "choice"
+        variant = _variant(cond, evidence, every_arch)
         if variant == "choice":
             cond = self._default_resolved(cond)
             if whole_way:
                 variant = "full"
         return conj(self.condition(rel, scope, variant), cond)
+
+    def escape(self, rel: str, scope: str, cond: Predicate) -> Predicate | None:
+        """For a gate ``qualify`` judges on the way the option's tests take
+        (the checkpoint's tests left out): ``cond`` with every test on the
+        way, the checkpoint's too (``if weight_block_size[1] != 128: return
+        triton`` before the option is read), so that the verdict can say
+        which checkpoints never reach it. None where nothing was left out."""
+        if not self._inside(rel) or _variant(cond, False, False) not in ("choice", "chosen"):
+            return None
+        full = self.condition(rel, scope, "full")
+        if full == self.condition(rel, scope, "choice"):
+            return None
+        return conj(full, self._default_resolved(cond))
 
     def _default_resolved(self, cond: Predicate) -> Predicate:
         """A gate that holds for every choice but some (``if backend.is_marlin():
@@ -392,6 +400,15 @@ def _fold_tautology(pred: Predicate) -> Predicate:
 
 def _folded(reach: Reach) -> Reach:
     return Reach(_fold_tautology(reach.full), _fold_tautology(reach.choice))
+
+
+def _variant(cond: Predicate, evidence: bool, every_arch: bool) -> str:
+    """Which of a method's ways to a gate counts (``QuantPaths.qualify``)."""
+    if evidence:
+        return "evidence"
+    if option_atoms(cond):
+        return "chosen" if _positive_option_test(cond) and not every_arch else "choice"
+    return "full"
 
 
 def _positive_option_test(pred: Predicate) -> bool:

@@ -45,6 +45,7 @@ from guardscan.predicate import (
 )
 from guardscan.results import Role
 from guardscan.verdict.chain import finding_evidence
+from guardscan.verdict.escapes import escape_conditions
 from guardscan.verdict.model import NOTHING, Case, Outcome
 from guardscan.verdict.rules.examples import DEST, Example, X, major, unknown
 from guardscan.verdict.values import raises_for
@@ -78,6 +79,9 @@ def judge(finding: Finding, case: Case) -> Outcome:
             args_of(effect="could-raise", arch=arch.name,
                     undecided=f"whether the code {flags} turns on runs in place of "
                               f"{finding.implements}()"))), conditions=conditions)
+    if value is Tri.TRUE and finding.escape is not None and \
+            values(finding.escape, arch) is not Tri.TRUE:
+        conditions = (*conditions, *escape_conditions(finding.escape, values.context(arch)))
     if value is Tri.TRUE:
         return Outcome(blocking=tuple(finding_evidence(
             index, finding, Role.GATE, FactKind.GATE,
