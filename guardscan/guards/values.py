@@ -41,12 +41,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PredV:
     pred: Predicate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DevQ:
     """A device quantity: cap (tuple), major, minor, sm (major*10+minor),
     sm_text (the SM as digits) and sm_key (a kernel dispatch key guessed to be
@@ -55,12 +55,12 @@ class DevQ:
     kind: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CudaV:
     """torch.version.cuda, as text or as a (major, minor) tuple."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConstV:
     """A constant. Its value is frozen on construction (lists to tuples, sets to
     frozensets, slices to ``FrozenSlice``) so that every value is hashable and
@@ -114,7 +114,7 @@ def freeze(value: object) -> object:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FuncV:
     rel: str
     qualname: str
@@ -122,19 +122,19 @@ class FuncV:
     positional: tuple[Value, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClassV:
     rel: str
     qualname: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InstanceV:
     rel: str
     qualname: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigV:
     """A ``--quantization`` method's config object, as the loader builds it:
     ``from_config``'s ``cls(...)`` from the checkpoint (``guards.quant_configs``)."""
@@ -143,24 +143,24 @@ class ConfigV:
     qualname: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ModuleV:
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OptV:
     """The value of a backend option (by dest) or of an enum linked to it."""
 
     dest: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EnumMemberV:
     values: frozenset[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChoiceV:
     """A value computed from a backend option's value (``backend.removeprefix(
     "flashinfer_")``, an enum method, an f-string): what it comes to for each
@@ -182,14 +182,14 @@ class ChoiceV:
                      if isinstance(v, ConstV) and isinstance(v.value, str))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TupleV:
     """A tuple whose items are not all constants (``return prefill, decode``)."""
 
     items: tuple[Value, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AltV:
     """A value that depends on conditions: ``value`` where ``condition`` holds,
     for each alternative (an instance attribute set under device tests in
@@ -198,7 +198,7 @@ class AltV:
     alternatives: tuple[tuple[Predicate, Value], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExtV:
     """A name from outside the tree (``torch.cuda...``, ``functools.partial``,
     builtins), known only by its qualified name: never imported."""
@@ -206,12 +206,12 @@ class ExtV:
     path: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnkV:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParamV(UnkV):
     """A mode parameter of a module-level function (``quant_mode="w4a4"``):
     unknown wherever it is read, except compared with a constant, where
@@ -223,25 +223,25 @@ class ParamV(UnkV):
     name: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FormValue:
     """Base of the values a guard form defines for itself (one new file per form:
     see ``guards.forms.device_properties``). As a predicate it is unknown."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlatformV:
     """``torch.version.hip``-like: not None exactly on that platform."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MajorTimesTen:
     """``major * 10``, half-way to the SM number ``major * 10 + minor``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Wrapper:
     """functools.partial / lru_cache / cache, applied lazily."""
 

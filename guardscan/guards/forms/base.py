@@ -29,7 +29,7 @@ BUILTIN_MODULES = ("functools", "builtins", "packaging.version", "cachetools")
 EXAMPLE_FILE = "sglang/srt/guard_example.py"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Example:
     """A source snippet, a guard expression read at the end of it (in ``scope``),
     and the expected truth row over sm80 sm86 sm89 sm90 sm100 sm103 sm110

@@ -35,7 +35,7 @@ __all__ = ["DeviceProperties", "DevicePropertiesV"]
 _IMPORT = "import torch\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DevicePropertiesV(FormValue):
     """The value of ``torch.cuda.get_device_properties(...)``."""
 

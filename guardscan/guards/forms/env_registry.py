@@ -84,14 +84,14 @@ envs = Envs()
 '''
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Field(FormValue):
     name: str
     truthy: tuple[str, ...]
     default: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _FieldGet(FormValue):
     field: _Field
 

@@ -45,7 +45,7 @@ _TRANSFORMS = frozenset({"lower", "upper", "strip"})
 _IMPORT = "import os\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EnvValue(FormValue):
     """What ``os.getenv(name, default)`` returns, after ``transform``."""
 
@@ -54,7 +54,7 @@ class EnvValue(FormValue):
     transform: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _EnvMethod(FormValue):
     value: EnvValue
     method: str

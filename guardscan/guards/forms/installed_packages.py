@@ -39,7 +39,7 @@ __all__ = ["InstalledPackages"]
 _IMPORT = "import importlib.util\nimport torch\n"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Spec(FormValue):
     package: str
 

@@ -83,12 +83,12 @@ _LLAMA = (("architectures", "LlamaForCausalLM"), ("model_type", "llama"),
           ("text_model_type", "llama"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _TextConfigOf(FormValue):
     """``<config>.get_text_config``, not yet called."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Classes(FormValue):
     """``A | B``: classes of the tree, as ``isinstance`` takes them."""
 

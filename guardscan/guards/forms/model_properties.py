@@ -53,7 +53,7 @@ _LLAMA = (("architectures", "LlamaForCausalLM"), ("model_type", "llama"),
           ("attention_arch", "MHA"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HfConfig(FormValue):
     """``<x>.hf_config``: the model's Hugging Face config; ``text``: its
     language model's part (``hf_text_config``, ``get_text_config()``)."""
@@ -64,7 +64,7 @@ class HfConfig(FormValue):
     or_none: ClassVar[bool] = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Property(FormValue):
     """A property of the model: ``model_type``, ``architectures`` (the
     list), ``architecture`` (its first item), ``attention_arch``."""
