@@ -29,6 +29,7 @@ from guardscan.arch import NO_ARCH, Arch, ArchError, NoArchError, parse_arch_lis
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
+from guardscan.link.shared_values import share_links, shared_options
 from guardscan.memo import ScanMemo, disk
 from guardscan.memo.narrow import AskedBy, Owners, narrow
 from guardscan.memo.warm import Warmer
@@ -294,6 +295,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     cache_dir = opts.cache_dir or default_cache_dir()
     modes = getattr(catalog, "modes", [])
     model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
+    shared = shared_options(index, catalog.enums)
+    model.shared = {dest: tuple(other for other, _, _ in others)
+                    for dest, others in shared.items()}
     vocab = Vocabulary(index, model)
     _say(opts, "linking choices to code")
     # the files to read are those naming a backend option or its enums; a
@@ -309,6 +313,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                           enum_methods, kernel_packages=("flashinfer", *roots),
                           units=memo.link_units() if memo is not None else None,
                           modes=modes)
+    share_links(links, shared, {o.dest: o.choices for o in catalog.options})
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
     # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
     # text, 1,727 files' facts, the interpreter's memos). Later readers reload.

@@ -208,10 +208,14 @@ class Platform:
 
 @dataclass(frozen=True, slots=True)
 class OptionIs:
-    """The option (by dest name) holds one of ``choices``."""
+    """The option (by dest name) holds one of ``choices``. ``shared``: the
+    options whose values the tree stores where this test reads this one's
+    (``link.shared_values``); it changes nothing here, and the linker gives
+    those options a copy of the findings made under such a test."""
 
     option: str
     choices: frozenset[str]
+    shared: tuple[str, ...] = ()
 
     def evaluate(self, ctx: Context) -> Tri:
         if self.option not in ctx.options:

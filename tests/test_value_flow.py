@@ -418,3 +418,29 @@ def test_a_checkpoint_test_that_leaves_the_way_to_a_gate_is_its_condition() -> N
     plain = scan_quantized(name, "--fp8-gemm-backend", None)
     assert row(plain, "--fp8-gemm-backend", "cutlass") == "BSB"
     assert verdict_of(plain, "cutlass", "sm90", "--fp8-gemm-backend").conditions == ()
+
+
+def test_a_value_stored_where_another_options_is_read_shares_its_tests(tmp_path: Path) -> None:
+    """fixtures/flow_shared_values (``link/shared_values.py``): the draft
+    model's all-to-all backend is put where the main one is read while the
+    draft model is built, so DeepEP's SM90 gate holds for either option's
+    ``deepep``; without that context manager the draft option's value is
+    never read there."""
+    name = "flow_shared_values"
+    options = ("--moe-a2a-backend", "--speculative-moe-a2a-backend")
+    result = scan(name, *options)
+    dispatcher = "sglang/srt/layers/moe/dispatcher.py"
+    for option in options:
+        assert row(result, option, "deepep") == "UBB", option
+        assert deciding(result, option, "deepep", "sm120") == (
+            *at(name, dispatcher, 'raise RuntimeError("DeepEP needs SM90")'), "gate")
+        assert row(result, option, "pplx") == "UUU", option
+        assert row(result, option, "none") == "UUU", option
+    tree = tmp_path / "tree"
+    shutil.copytree(fixture(name), tree)
+    utils = tree / "sglang/srt/layers/moe/utils.py"
+    utils.write_text(utils.read_text().replace(
+        "MOE_A2A_BACKEND = get_speculative_moe_a2a_backend()", "MOE_A2A_BACKEND = None"))
+    alone = run_scan(tree, archs=list(ARCHS), option=list(options))
+    assert row(alone, "--moe-a2a-backend", "deepep") == "UBB"
+    assert row(alone, "--speculative-moe-a2a-backend", "deepep") == "UUU"

@@ -61,6 +61,9 @@ class OptionModel:
     dest_enums: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: names of the functions those enum classes define (methods read per choice)
     enum_methods: set[str] = field(default_factory=set)
+    #: dest -> the options whose values the tree stores where its value is
+    #: read (``link.shared_values``): its enum tests hold for those too
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class OptionTests:
@@ -152,7 +155,14 @@ class OptionTests:
                         self._dest_enum(candidate)) and candidate in options.dests:
                     dest = candidate
                     break
-            return PredV(self.option_is(dest, values))
+            held = self.option_is(dest, values)
+            # another option's value stored where this one is read
+            # (``link.shared_values``): marked, for the linker to copy
+            shared = tuple(other for other in options.shared.get(dest, ())
+                           if other not in holder)
+            if shared and isinstance(held, OptionIs):
+                held = OptionIs(held.option, held.choices, shared)
+            return PredV(held)
         if func_node.attr in ("startswith", "endswith"):
             value_of = self.interpreter.value_of
             base = value_of(func_node.value, rel, scope, line, env)

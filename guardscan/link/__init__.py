@@ -68,7 +68,8 @@ tables, thresholds, and the condition of the methods' code),
 ``method_paths`` (the code each method runs), ``checkpoint_picks`` (classes
 a checkpoint picks), ``help_claims`` (help text), ``companions`` (options a choice needs),
 ``alias_tables`` (tables of deprecated choices), ``platform_code`` (another
-platform's packages), ``units`` (incremental
+platform's packages), ``shared_values`` (an option whose value stands in for
+another's where that one is read: the draft model's MoE backends), ``units`` (incremental
 replay), ``collect`` (the driver).
 """
 

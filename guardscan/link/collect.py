@@ -134,6 +134,11 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     links.unset = unset_twins(options)
     # while judging, the other options and the mode options hold their defaults
     links.defaults = default_choices([*options, *modes])
+    for others in vocab.options.shared.values():
+        for other in others:
+            # not given (the default of such an option: it falls back to the
+            # value it stands in for), its tests hold for none of its choices
+            links.defaults.setdefault(other, "")
     links.modes = {m.dest: (m.flag, m.choices) for m in modes}
     units.finish()
     return links

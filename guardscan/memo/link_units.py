@@ -240,6 +240,7 @@ class RecordingUnits(Units):
                             for method, v in model.enum_predicates.items()),
                      sorted(model.enum_members.items()),
                      sorted(model.enum_dests.items()),
+                     sorted(model.shared.items()),
                      model.quantization,
                      [(o.dest, o.default, o.choices) for o in self.ctx.options],
                      sorted(self.ctx.kernel_packages)))
