@@ -348,7 +348,33 @@ def answers(result: ScanResult) -> tuple[list[OptionAnswer], list[str]]:
         rank = 0 if answer.kernels or not result.kernels else 1
         decided.append((rank, -answer.by_kernel, -answer.decided, position, answer))
     decided.sort(key=lambda item: item[:4])
-    return [item[4] for item in decided], nothing
+    return _bases_first([item[4] for item in decided]), nothing
+
+
+def _bases_first(ordered: list[OptionAnswer]) -> list[OptionAnswer]:
+    """``ordered``, with an option named after another
+    (``--speculative-moe-runner-backend`` after ``--moe-runner-backend``)
+    moved to just after it where it came first: the base is the one the
+    reader looks for, and a like-named one that says nothing more is then
+    folded into it (``report.text``), not the other way round.
+
+    >>> a, b, c = (OptionAnswer(f, None) for f in (
+    ...     "--speculative-moe-runner-backend", "--fp8-gemm-backend", "--moe-runner-backend"))
+    >>> [x.option for x in _bases_first([a, b, c])]
+    ['--fp8-gemm-backend', '--moe-runner-backend', '--speculative-moe-runner-backend']
+    """
+    out = list(ordered)
+    for answer in ordered:
+        name = answer.option.lstrip("-")
+        bases = [b for b in out if b is not answer and len(b.option) < len(answer.option)
+                 and b.option.lstrip("-") in name]
+        if not bases:
+            continue
+        base = max(bases, key=lambda b: len(b.option))
+        if out.index(answer) < out.index(base):
+            out.remove(answer)
+            out.insert(out.index(base) + 1, answer)
+    return out
 
 
 def _kernel_decided(verdict: BackendVerdict) -> bool:
