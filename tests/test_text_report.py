@@ -359,7 +359,10 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     backends, blocked without a ``minicpm_sala`` model, one more; the attention
         backends built on FlashInfer's classes, each blocked with
         ``SGLANG_IS_FLASHINFER_AVAILABLE=0`` once inherited constructors were
-        followed, one more: that condition now names nine choices.)"""
+        followed, one more: that condition now names nine choices; the
+        draft model's all-to-all backend, once it shared the gates of the
+        code it runs (``ascend_tp`` has no dispatcher there), a block of
+        five lines of its own.)"""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = "guardscan sglang==0.5.23 --arch sm120 --quantization modelopt_fp4"
     begin = page.index(f"<!-- begin: output {command} -->")
@@ -367,7 +370,7 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     body = block.split("```console\n", 1)[1].rsplit("```", 1)[0]
     lines = [line for line in body.splitlines() if not line.startswith("$ ")
              and not line.startswith("    --")]
-    assert len(lines) <= 67, len(lines)
+    assert len(lines) <= 72, len(lines)
     options = [line.split()[0] for line in lines if line.startswith("--")]
     # the two answers the question is about come first (in the order of how
     # many choices the kernel library decides in each)

@@ -12,6 +12,8 @@ from guardscan.link import (
 )
 from guardscan.predicate import (
     Context,
+    OptionIs,
+    leaves,
 )
 from guardscan.results import OptionInfo
 from guardscan.verdict.values import about_choice
@@ -65,4 +67,14 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
     for call in changed.kernel_calls:
         if call.option in by_dest:
             dirty.setdefault(call.option, set()).update(by_dest[call.option].choices)
+    # an option that stands in for another gets copies of the findings made
+    # under its marked tests (``link.shared_values``), after the units: every
+    # choice of it may read a changed one
+    for pred in [*(f.condition for f in changed.findings),
+                 *(c.condition for c in changed.kernel_calls)]:
+        for atom in leaves(pred):
+            if isinstance(atom, OptionIs):
+                for other in atom.shared:
+                    if other in by_dest:
+                        dirty.setdefault(other, set()).update(by_dest[other].choices)
     return dirty
