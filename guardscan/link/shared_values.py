@@ -113,11 +113,13 @@ _COPIED = frozenset({FindingKind.GATE, FindingKind.IMPORT, FindingKind.SELECT,
 
 
 def share_links(links: Links, shared: dict[str, tuple[tuple[str, str, int], ...]],
-                choices: dict[str, tuple[str, ...]]) -> None:
+                choices: dict[str, tuple[str, ...]], into: Links | None = None) -> None:
     """Give each option that stands in for another a copy of the findings and
     kernel calls made under a test of that one marked as shared
     (``OptionIs.shared``): the test read as a test of the option standing
-    in, with a hop at the assignment that puts its value there."""
+    in, with a hop at the assignment that puts its value there. The copies
+    go into ``links`` (or ``into``)."""
+    into = links if into is None else into
     for primary, others in shared.items():
         for other, rel, line in others:
             if other not in choices:
@@ -130,15 +132,15 @@ def share_links(links: Links, shared: dict[str, tuple[tuple[str, str, int], ...]
                     continue
                 cond = rename(finding.condition)
                 if cond is not None:
-                    links.findings.append(replace(finding, option=other, condition=cond,
-                                                  hops=(hop, *finding.hops)))
+                    into.findings.append(replace(finding, option=other, condition=cond,
+                                                 hops=(hop, *finding.hops)))
             for call in list(links.kernel_calls):
                 if call.option != primary:
                     continue
                 cond = rename(call.condition)
                 if cond is not None:
-                    links.kernel_calls.append(replace(call, option=other, condition=cond,
-                                                      hops=(hop, *call.hops)))
+                    into.kernel_calls.append(replace(call, option=other, condition=cond,
+                                                     hops=(hop, *call.hops)))
 
 
 def _renamer(primary: str, other: str, choices: frozenset[str]

@@ -10,6 +10,7 @@ from guardscan.link import (
     FindingKind,
     Links,
 )
+from guardscan.link.shared_values import share_links
 from guardscan.predicate import (
     Context,
     OptionIs,
@@ -43,6 +44,7 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
 def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
                   ) -> dict[str, set[str]]:
     dirty: dict[str, set[str]] = {}
+    seen: set[tuple[str, str]] = set()
     options = list(options)
     by_dest = {o.dest: o for o in options}
     for finding in changed.findings:
@@ -68,13 +70,20 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
         if call.option in by_dest:
             dirty.setdefault(call.option, set()).update(by_dest[call.option].choices)
     # an option that stands in for another gets copies of the findings made
-    # under its marked tests (``link.shared_values``), after the units: every
-    # choice of it may read a changed one
+    # under its marked tests (``link.shared_values``), after the units: its
+    # choices read the changed ones as they read their copies
+    copies = Links()
     for pred in [*(f.condition for f in changed.findings),
                  *(c.condition for c in changed.kernel_calls)]:
         for atom in leaves(pred):
             if isinstance(atom, OptionIs):
                 for other in atom.shared:
-                    if other in by_dest:
-                        dirty.setdefault(other, set()).update(by_dest[other].choices)
+                    if other in by_dest and (atom.option, other) not in seen:
+                        seen.add((atom.option, other))
+    for primary, other in sorted(seen):
+        share_links(changed, {primary: ((other, "", 0),)},
+                    {other: by_dest[other].choices}, into=copies)
+    if copies.findings or copies.kernel_calls:
+        for dest, choices in _dirty_direct(copies, options, quantization).items():
+            dirty.setdefault(dest, set()).update(choices)
     return dirty
