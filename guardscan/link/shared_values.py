@@ -132,8 +132,9 @@ def share_links(links: Links, shared: dict[str, tuple[tuple[str, str, int], ...]
                     continue
                 cond = rename(finding.condition)
                 if cond is not None:
+                    escape = rename(finding.escape) if finding.escape is not None else None
                     into.findings.append(replace(finding, option=other, condition=cond,
-                                                 hops=(hop, *finding.hops)))
+                                                 hops=(hop, *finding.hops), escape=escape))
             for call in list(links.kernel_calls):
                 if call.option != primary:
                     continue
