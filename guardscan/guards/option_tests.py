@@ -62,7 +62,8 @@ class OptionModel:
     #: names of the functions those enum classes define (methods read per choice)
     enum_methods: set[str] = field(default_factory=set)
     #: dest -> the options whose values the tree stores where its value is
-    #: read (``link.shared_values``): its enum tests hold for those too
+    #: read (``link.shared_values``): its enum tests name them (``OptionIs.shared``)
+    #: for the linker to copy what is found under them
     shared: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 

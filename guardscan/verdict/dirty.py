@@ -44,7 +44,6 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
 def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
                   ) -> dict[str, set[str]]:
     dirty: dict[str, set[str]] = {}
-    seen: set[tuple[str, str]] = set()
     options = list(options)
     by_dest = {o.dest: o for o in options}
     for finding in changed.findings:
@@ -73,6 +72,7 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
     # under its marked tests (``link.shared_values``), after the units: its
     # choices read the changed ones as they read their copies
     copies = Links()
+    seen: set[tuple[str, str]] = set()
     for pred in [*(f.condition for f in changed.findings),
                  *(c.condition for c in changed.kernel_calls)]:
         for atom in leaves(pred):
