@@ -444,3 +444,43 @@ def test_a_value_stored_where_another_options_is_read_shares_its_tests(tmp_path:
     alone = run_scan(tree, archs=list(ARCHS), option=list(options))
     assert row(alone, "--moe-a2a-backend", "deepep") == "UBB"
     assert row(alone, "--speculative-moe-a2a-backend", "deepep") == "UUU"
+
+
+def test_a_followed_call_is_read_with_the_arguments_it_passes(tmp_path: Path) -> None:
+    """fixtures/flow_bound_call (``link/bound_gates.py``, ``guards/registries.py``):
+    the MoE method hands the option's value to ``MoeRunner``, which raises
+    when the backend has no runner core and no fused function is registered
+    for it. ``experimental`` counts as TRT-LLM (no core) and its fused
+    function is registered only by a module imported under
+    ``SGLANG_EXPERIMENTAL`` (or for DeepEP): blocked on every arch, with
+    those ways around it as conditions. ``trtllm`` and ``triton`` are
+    registered: no gate."""
+    name = "flow_bound_call"
+    option = "--moe-runner-backend"
+    result = scan(name, option)
+    runner = "sglang/srt/layers/moe/runner/runner.py"
+    assert row(result, option, "experimental") == "BBB"
+    for arch in ARCHS:
+        assert verdict_of(result, "experimental", arch, option).conditions == (
+            "not blocked with --moe-a2a-backend deepep", "not blocked with SGLANG_EXPERIMENTAL=1")
+    assert deciding(result, option, "experimental", "sm90") == (
+        *at(name, runner, 'raise NotImplementedError(f"{runner_backend} needs'), "gate")
+    chain = verdict_of(result, "experimental", "sm90", option).evidence
+    assert (*at(name, "sglang/srt/layers/moe/method.py", "MoeRunner(backend, config)"),
+            "link") in [(e.path, e.line, e.role) for e in chain], describe_chain(chain)
+    for choice in ("trtllm", "triton", "auto"):
+        assert row(result, option, choice) == "UUU", choice
+    # registered whenever its module is loaded: nothing stops it
+    tree = tmp_path / "tree"
+    shutil.copytree(fixture(name), tree)
+    trtllm = tree / "sglang/srt/layers/moe/runner/trtllm.py"
+    trtllm.write_text(trtllm.read_text().replace("if _SGLANG_EXPERIMENTAL:", "if True:"))
+    loaded = run_scan(tree, archs=list(ARCHS), option=[option])
+    assert row(loaded, option, "experimental") == "UUU"
+    # with LoRA the runner never looks a fused function up
+    trtllm.write_text(trtllm.read_text().replace("if True:", "if _SGLANG_EXPERIMENTAL:"))
+    method = tree / "sglang/srt/layers/moe/method.py"
+    method.write_text(method.read_text().replace(
+        "MoeRunner(backend, config)", "MoeRunner(backend, config, lora_enabled=True)"))
+    lora = run_scan(tree, archs=list(ARCHS), option=[option])
+    assert row(lora, option, "experimental") == "UUU"

@@ -11,6 +11,8 @@
 * ``call_sites``: a module-level function's mode parameter
   (``quant_mode="w4a4"``) as every call in the tree binds it, when every use
   of the function is a call;
+* ``registries``: a dictionary that decorators fill at import time, its
+  entries under the conditions their modules are imported on;
 * ``forms``: one module per guard form, each with its documentation and
   examples; their registry drives the interpreter and docs/guard-forms.md;
 * ``questions`` and ``vocabulary``: the questions other stages ask

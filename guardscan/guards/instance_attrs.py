@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from guardscan.guards.values import AltV, ConstV, EnumMemberV, OptV, PredV, UnkV, Value
 from guardscan.index.facts import AssignFact
 from guardscan.index.observe import FactsView, Read
-from guardscan.predicate import FALSE, TRUE, Predicate, Unknown, conj, neg
+from guardscan.predicate import FALSE, TRUE, Predicate, Unknown, conj, disj, neg
 
 if TYPE_CHECKING:
     from guardscan.guards.interpreter import Interpreter
@@ -41,6 +41,9 @@ __all__ = ["MAX_ALTERNATIVES", "InstanceAttributes", "enclosing_class"]
 
 #: More alternatives than this and the attribute reads as unknown.
 MAX_ALTERNATIVES = 8
+
+#: More alternatives than this, read with a method's arguments, and it is unknown.
+MAX_BOUND_ALTERNATIVES = 24
 
 #: values an alternative may hold (decidable in a comparison or as a truth)
 _COMPARABLE = (ConstV, PredV, EnumMemberV, OptV)
@@ -87,6 +90,46 @@ class InstanceAttributes:
         if pure:
             self.memo[key] = (value, stack.trail_since(state), reads)
         return value
+
+    def bound(self, rel: str, scope: str, attr: str, line: int, env: dict[str, Value]
+              ) -> Value | None:
+        """``self.attr`` read at ``line`` of the method ``scope``, which sets
+        it itself before that line, with the method's arguments bound in
+        ``env`` and the line read along a path (``Interpreter.reading_along``):
+        each of the method's own assignments before the line under its branch
+        tests read with those arguments, a later one overriding an earlier one
+        where it runs; unknown on a way that sets it nowhere in the method.
+        Never memoised: it depends on the arguments."""
+        facts = self.interpreter.index.view(rel)
+        if facts is None:
+            return None
+        target = f"self.{attr}"
+        before = sorted((a for a in facts.in_scope("assigns", scope)
+                         if target in a.targets and a.line < line), key=lambda a: a.line)
+        if not before:
+            return None
+        interp = self.interpreter
+        # alternatives as the method leaves them: (condition, value); None: not set
+        alternatives: list[tuple[Predicate, Value | None]] = [(TRUE, None)]
+        for assign in before:
+            along = interp.dominates(rel, scope, assign.path)
+            cond = TRUE if along else interp.names.path_pred(facts, rel, scope, assign.path, env)
+            node = interp.parse(assign.value) if assign.value else None
+            if node is None:
+                return None
+            with interp.reading_along(rel, scope, assign.path):
+                value = interp.value_of(node, rel, scope, assign.line, dict(env))
+            alternatives = [(cond, value), *[(conj(neg(cond), c), v) for c, v in alternatives]]
+            alternatives = [(c, v) for c, v in alternatives if c != FALSE]
+            if len(alternatives) > MAX_BOUND_ALTERNATIVES:
+                return None
+        merged: dict[Value, Predicate] = {}
+        for cond, held in alternatives:
+            value = held if held is not None else UnkV(f"self.{attr} not set on this way")
+            merged[value] = disj(merged[value], cond) if value in merged else cond
+        if len(merged) == 1:
+            return next(iter(merged))
+        return AltV(tuple((c, v) for v, c in merged.items()))
 
     @staticmethod
     def _set_just_before(facts: FactsView, scope: str, attr: str, line: int

@@ -14,7 +14,8 @@ Anything not reduced stays ``UnkV`` (an ``Unknown`` predicate), never guessed.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from guardscan.guards.call_sites import CallSites
 from guardscan.guards.calls import FunctionCalls
@@ -25,6 +26,7 @@ from guardscan.guards.lookup import MODULE_END, NameLookup
 from guardscan.guards.operators import Operators
 from guardscan.guards.option_tests import OptionModel, OptionTests
 from guardscan.guards.quant_configs import ABSENT, QuantConfigs
+from guardscan.guards.registries import Registries
 from guardscan.guards.stack import MAX_DEPTH, EvaluationStack
 from guardscan.guards.values import (
     AltV,
@@ -75,12 +77,16 @@ class Interpreter:
         self.call_sites = CallSites(self)
         self.choice_values = ChoiceValues(self)
         self.instance_attrs = InstanceAttributes(self)
+        self.registries = Registries(self)
         self.quant_configs = QuantConfigs(self)
         self.operators = Operators(self)
         #: (rel, scope, names, first): what names of that scope hold where the
         #: tree's own definitions leave them unknown, and which of them hold it
         #: whatever the definitions say (``top_value_given``)
         self._given: tuple[str, str, Mapping[str, Value], frozenset[str]] | None = None
+        #: (rel, scope, path): a line of that scope read as reached along that
+        #: path, with the scope's arguments bound (``reading_along``)
+        self._reading: tuple[str, str, tuple[int, ...]] | None = None
         #: node type -> the method that values it (``_eval_X``, here or in ``operators``)
         self._eval: dict[type, Callable[..., Value]] = {
             getattr(ast, name[len("_eval_"):]): getattr(owner, name)
@@ -92,6 +98,7 @@ class Interpreter:
         self.call_sites.clear()
         self.choice_values.clear()
         self.instance_attrs.clear()
+        self.registries.clear()
         self.quant_configs.clear()
         self.tables.clear()
         self.names.clear()
@@ -103,6 +110,15 @@ class Interpreter:
     def top_value(self, node: ast.AST, rel: str, scope: str, line: int) -> Value:
         try:
             return self.value_of(node, rel, scope, line, {})
+        except RecursionError:
+            self.stack.too_deep()
+            return UnkV("too deep")
+
+    def top_value_env(self, node: ast.AST, rel: str, scope: str, line: int,
+                      env: Mapping[str, Value]) -> Value:
+        """As ``top_value``, the names in ``env`` holding those values."""
+        try:
+            return self.value_of(node, rel, scope, line, dict(env))
         except RecursionError:
             self.stack.too_deep()
             return UnkV("too deep")
@@ -132,6 +148,26 @@ class Interpreter:
         if first and name not in given[3]:
             return None
         return given[2].get(name)
+
+    @contextmanager
+    def reading_along(self, rel: str, scope: str, path: tuple[int, ...]) -> Iterator[None]:
+        """Read a line of ``scope`` as reached along ``path`` (its signed branch
+        tests), its parameters bound in the ``env`` of the evaluation: the
+        scope's own assignments on that path (``x = ...``, ``self.x = ...``
+        under the same branch tests) hold their bound values there."""
+        outer, self._reading = self._reading, (rel, scope, path)
+        try:
+            yield
+        finally:
+            self._reading = outer
+
+    def dominates(self, rel: str, scope: str, path: tuple[int, ...]) -> bool | None:
+        """Whether code on ``path`` of ``scope`` runs before every line read
+        now (``reading_along``); None when no line of that scope is being read."""
+        reading = self._reading
+        if reading is None or reading[0] != rel or reading[1] != scope:
+            return None
+        return reading[2][:len(path)] == path
 
     # -- conversion ---------------------------------------------------------------
     def to_pred(self, value: Value, node: ast.AST | None = None) -> Predicate:
@@ -225,6 +261,10 @@ class Interpreter:
         if attr in self.options.dests:
             return OptV(attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and "self" not in env:
+            if env and self.dominates(rel, scope, ()):
+                bound = self.instance_attrs.bound(rel, scope, attr, line, env)
+                if bound is not None:
+                    return bound
             held = self.given_name(rel, scope, f"self.{attr}", first=True) or \
                 self.instance_attrs.value(rel, scope, attr, line)
             if held is None or isinstance(held, UnkV):
@@ -345,6 +385,10 @@ class Interpreter:
             if computed is not None:
                 return computed
         callee = self.value_of(func, rel, scope, line, env)
+        if not node.args and not node.keywords and isinstance(callee, FuncV):
+            getter = self.option_tests.getter(callee)
+            if getter is not None:
+                return getter
         args = [self.value_of(a, rel, scope, line, env) for a in node.args
                 if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.value_of(k.value, rel, scope, line, env)

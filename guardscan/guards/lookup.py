@@ -179,7 +179,14 @@ class NameLookup:
         if not earlier or depth <= 0:
             return None
         best = max(earlier, key=lambda a: a.line)
-        if best.path or not best.value:
+        if not best.value:
+            return None
+        along = self.interpreter.dominates(facts.rel, scope, best.path)
+        if along is not None:
+            # a line read along a path: the latest assignment is its value
+            # where that path passes through it
+            return best if along else None
+        if best.path:
             return None
         words = set(_WORD.findall(best.value))
         if words & set(env) or any(
@@ -325,6 +332,11 @@ class NameLookup:
         node = interpreter.parse(assign.value) if assign.value else None
         if node is None:
             return UnkV(f"{name} has no readable value")
+        facts = self.index.view(rel)
+        if facts is None or facts.function(assign.scope) is None:
+            registry = interpreter.registries.defined(rel, assign.scope, name, assign.value)
+            if registry is not None:
+                return registry
         value = interpreter.value_of(node, rel, assign.scope, assign.line, {})
         for target in assign.targets:
             names = target_names(target)

@@ -20,8 +20,12 @@ from guardscan.guards.quant_configs import substring_choices
 from guardscan.guards.values import (
     AltV,
     ChoiceV,
+    ClassV,
     ConstV,
     EnumMemberV,
+    FuncV,
+    InstanceV,
+    ModuleV,
     OptV,
     ParamV,
     PredV,
@@ -160,6 +164,10 @@ class Operators:
         if isinstance(right, AltV):
             return disj(*(conj(c, self.compare(left, op, v, node))
                           for c, v in right.alternatives))
+        if op in ("is", "is not") and isinstance(left, _OBJECTS) != isinstance(right, _OBJECTS) \
+                and ConstV(None) in (left, right):
+            # an object the tree defines or builds is never None
+            return FALSE if op == "is" else TRUE
         if isinstance(right, TupleV) and op in ("in", "not in"):
             member = disj(*(self.compare(left, "==", item, node) for item in right.items))
             return member if op == "in" else neg(member)
@@ -196,6 +204,9 @@ class Operators:
                 return Unknown(unparse(node))
         return Unknown(unparse(node))
 
+
+#: values that are objects, never None
+_OBJECTS = (InstanceV, FuncV, ClassV, ModuleV)
 
 _BINOPS: dict[type, Callable[[object, object], object]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,  # type: ignore[operator]

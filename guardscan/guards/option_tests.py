@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.guards.choices import choice_text
 from guardscan.guards.values import (
+    AltV,
     ChoiceV,
     ClassV,
     ConstV,
@@ -27,7 +28,7 @@ from guardscan.guards.values import (
     Value,
 )
 from guardscan.index.facts import AssignFact, ImportFact
-from guardscan.predicate import OptionIs, Predicate, QuantIs, neg
+from guardscan.predicate import FALSE, TRUE, OptionIs, Predicate, QuantIs, Unknown, conj, disj, neg
 from guardscan.syntax import parse_expr, unparse
 
 if TYPE_CHECKING:
@@ -148,6 +149,11 @@ class OptionTests:
             if entry is None:
                 return UnkV(f"{unparse(node)}: receiver type unknown")
             dest, values = entry
+            receiver = func_node.value
+            if isinstance(receiver, ast.Name) and isinstance(env.get(receiver.id),
+                                                             (OptV, EnumMemberV, AltV)):
+                # a parameter bound to what one call passes: the test of that value
+                return PredV(self._test_of(env[receiver.id], values))
             holder = unparse(func_node.value)
             # get_speculative_moe_runner_backend() vs get_moe_runner_backend()
             for candidate in sorted(options.dests, key=len, reverse=True):
@@ -177,6 +183,44 @@ class OptionTests:
                         else (lambda c: c.endswith(prefixes)))
                     return PredV(self.option_is(
                         base.dest, frozenset(c for c in choices if test(c))))
+        return None
+
+    def _test_of(self, value: Value, values: frozenset[str]) -> Predicate:
+        """``value.is_x()`` for a value known here, ``values`` being what the
+        method accepts: the option's test, a constant for one of the enum's
+        members, each alternative's test under its condition."""
+        if isinstance(value, OptV):
+            return self.option_is(value.dest, values)
+        if isinstance(value, EnumMemberV):
+            if value.values <= values:
+                return TRUE
+            return FALSE if not value.values & values else Unknown("enum member")
+        if isinstance(value, AltV):
+            return disj(*(conj(cond, self._test_of(item, values))
+                          for cond, item in value.alternatives))
+        return Unknown("is_*() of a value not known here")
+
+    def getter(self, callee: FuncV) -> OptV | None:
+        """The option's value, for a call of a function of no arguments named
+        for an option and annotated to return its enum
+        (``get_moe_a2a_backend() -> MoeA2ABackend``); None for other calls.
+        The option is picked by name among those sharing the enum, as the
+        option tests pick it (``get_speculative_moe_runner_backend``)."""
+        facts = self.index.view(callee.rel)
+        fdef = facts.function(callee.qualname) if facts is not None else None
+        if fdef is None or fdef.cls or not fdef.returns or fdef.params or callee.bound \
+                or callee.positional:
+            return None
+        enums = {e for m in self.options.enum_predicates.values() for e, _, _ in m}
+        enum = self._annotation_enum(fdef.returns, callee.rel, enums, 3)
+        dest = self.options.enum_dests.get(enum) if enum is not None else None
+        if dest is None:
+            return None
+        for candidate in sorted(self.options.dests, key=len, reverse=True):
+            if candidate in fdef.name and self.options.enum_dests.get(
+                    self._dest_enum(dest)) == self.options.enum_dests.get(
+                    self._dest_enum(candidate)):
+                return OptV(candidate)
         return None
 
     def _dest_enum(self, dest: str) -> str:

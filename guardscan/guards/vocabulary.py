@@ -33,7 +33,7 @@ from guardscan.guards.values import UnkV, Value
 from guardscan.index import Index
 from guardscan.index.observe import Table
 from guardscan.messages import diagnostic as make_diagnostic
-from guardscan.predicate import Predicate, Unknown, atoms
+from guardscan.predicate import Predicate, Unknown, atoms, conj, neg
 from guardscan.results import Diagnostic
 from guardscan.syntax import clear_caches, parse_expr, short, unparse
 
@@ -192,6 +192,42 @@ class Vocabulary:
                     if node is not None else UnkV(f"unparseable: {text[:60]}")), None
         return self.ask(("w", _given_key(text, given, first), rel, scope, line),  # type: ignore[return-value]
                         compute, report=False)
+
+    def path_bound(self, rel: str, scope: str, path: tuple[int, ...],
+                   env: Mapping[str, Value], test: str = "", line: int = 0) -> Predicate:
+        """What must hold for code on ``path`` of the function ``scope`` to
+        run (and, with ``test``, for the assert at ``line`` to fail), its
+        parameters holding ``env`` (what one call passes): each branch test
+        read along the tests before it (``Interpreter.reading_along``: the
+        function's own assignments there hold their values with those
+        arguments). Never reported."""
+        def compute() -> tuple[Predicate, None]:
+            interp = self._interpreter
+            facts = self.index.view(rel)
+            if facts is None:
+                return Unknown(f"{rel} not analysed"), None
+            parts: list[Predicate] = []
+            for position, signed in enumerate(path):
+                cond = facts.cond(signed)
+                node = parse_expr(cond.text) if cond.kind != "except" else None
+                if node is None:
+                    parts.append(Unknown(cond.text))
+                    continue
+                with interp.reading_along(rel, scope, path[:position]):
+                    pred = interp.to_pred(interp.top_value_env(node, rel, scope, cond.line,
+                                                                 env), node)
+                parts.append(pred if signed > 0 else neg(pred))
+            if test:
+                node = parse_expr(test)
+                if node is None:
+                    return Unknown(test), None
+                with interp.reading_along(rel, scope, path):
+                    parts.append(neg(interp.to_pred(interp.top_value_env(node, rel, scope, line,
+                                                                         env), node)))
+            return conj(*parts), None
+        question = test + "\0" + repr((path, sorted(env.items())))
+        return self.ask(("b", question, rel, scope, line), compute,  # type: ignore[return-value]
+                        report=False)
 
     def value(self, text: str, rel: str, scope: str, line: int) -> Value:
         """The value of the expression ``text`` found in ``rel`` inside ``scope``."""

@@ -69,7 +69,8 @@ tables, thresholds, and the condition of the methods' code),
 a checkpoint picks), ``help_claims`` (help text), ``companions`` (options a choice needs),
 ``alias_tables`` (tables of deprecated choices), ``platform_code`` (another
 platform's packages), ``shared_values`` (an option whose value stands in for
-another's where that one is read: the draft model's MoE backends), ``units`` (incremental
+another's where that one is read: the draft model's MoE backends), ``bound_gates`` (a
+followed call's raises read with the arguments it passes), ``units`` (incremental
 replay), ``collect`` (the driver).
 """
 

@@ -28,6 +28,7 @@ from guardscan.guards import (
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.alias_tables import alias_table_renames
+from guardscan.link.bound_gates import BoundGates
 from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
 from guardscan.link.dispatch_reach import dispatch_reach
@@ -71,6 +72,7 @@ FOLLOW_DEPTH = 2
 _SUPER_INIT = "super().__init__"
 
 
+
 class Gates:
     """``already_followed``: the scan's record of calls followed (a call
     followed once for a choice under a condition is not followed again)."""
@@ -81,6 +83,7 @@ class Gates:
         self.conditions = conditions
         self.quant = quant
         self.already_followed = already_followed
+        self.bound = BoundGates(ctx, conditions, quant)
         #: shared by the units: a hit counts as read by the unit that takes it
         self._platform_scopes: RecordedMemo[bool] = RecordedMemo(ctx.index, ctx.vocab)
 
@@ -313,6 +316,7 @@ class Gates:
         if facts is None:
             return out
         returned = self._returned_functions(facts, facts.conditional_returns())
+        followed: set[tuple[int, str]] = set()
         for call in (*facts.calls, *returned):
             if not call.path:
                 continue
@@ -326,11 +330,68 @@ class Gates:
                     if atom.option not in ctx.dests or atom.option in done:
                         continue
                     done.add(atom.option)
+                    followed.add((call.line, atom.option))
                     link = Hop(rel, facts.cond(signed).line, HopRole.LINK, _test_text(test, atom))
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
                                      out, call in returned
                                      and self._for_choice(cond, atom.option))
+        self._follow_carried(facts, followed, out)
         return out
+
+    def _follow_carried(self, facts: FactsView, followed: set[tuple[int, str]],
+                        out: Found) -> None:
+        """Calls on no test of the option that pass its value
+        (``MoeRunner(moe_runner_backend, config)`` after ``moe_runner_backend =
+        get_moe_runner_backend()``): the callee's raises read with those
+        arguments (``link.bound_gates``). Only a local its function assigns
+        from a call named for an option is read (the pre-filter; the value
+        decides)."""
+        dests = self.ctx.dests
+        for call in facts.calls:
+            texts = [*call.args, *(v for _, v in call.kwargs)]
+            if not texts:
+                continue
+            named = self._named_options(facts, call.scope, texts, dests)
+            named = [d for d in named if (call.line, d) not in followed]
+            if not named or parse_expr(call.func) is None:
+                continue
+            target = self._callee(facts, call)
+            if target is None:
+                continue
+            tfacts = self.ctx.index.view(target[0])
+            if tfacts is None:
+                continue
+            cond = self.conditions.path(facts, call.path, call.scope)
+            hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
+            for dest in named:
+                out.findings.extend(self.bound.scan(facts, call, tfacts, target[1], dest, cond,
+                                                    (hop,)))
+
+    @staticmethod
+    def _named_options(facts: FactsView, scope: str, texts: list[str],
+                       dests: frozenset[str]) -> list[str]:
+        """The options an argument is a local of ``scope`` for, assigned from
+        a call that names one (``moe_runner_backend = get_moe_runner_backend()``).
+        An attribute named like an option (``self.attention_backend`` of
+        another program's config) is not taken: on no test of the option,
+        only a value fetched for it is."""
+        if not scope:
+            return []
+        words = {text for text in texts if text.isidentifier()}
+        found: set[str] = set()
+        for assign in facts.in_scope("assigns", scope):
+            if any(t in words for t in assign.targets) and "(" in assign.value:
+                found.update(d for d in dests if d + "(" in assign.value)
+        return sorted(found)
+
+    def _callee(self, facts: FactsView, call: CallFact) -> tuple[str, str] | None:
+        """The function a call of the tree runs: a function, or a class's constructor."""
+        callee = self.ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
+        if isinstance(callee, FuncV):
+            return callee.rel, callee.qualname
+        if isinstance(callee, ClassV):
+            return self.quant.paths.lookup((callee.rel, callee.qualname), "__init__")
+        return None
 
     @staticmethod
     def _for_choice(path: Predicate, dest: str) -> bool:
@@ -491,6 +552,9 @@ class Gates:
                 FindingKind.GATE, target[0], line, conj(cond, gate),
                 (*hops, hop, *self.conditions.guard_hops(tfacts, path, scope, line)), option=dest,
                 text=text))
+        if call.args or call.kwargs:
+            out.findings.extend(self.bound.scan(facts, call, tfacts, target[1], dest, cond,
+                                                (*hops, hop)))
         self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, out,
                           owned)
 

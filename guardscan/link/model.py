@@ -117,7 +117,9 @@ class Finding:
     option: str | None = None  # the dest this finding is about (None: any)
     text: str = ""
     #: for aliases: (dest, choice) the choice sets another option to; for
-    #: ``requires``: the companions, each ``dest=value`` (``dest=`` a flag given)
+    #: ``requires``: the companions, each ``dest=value`` (``dest=`` a flag given);
+    #: for a gate read with a call's arguments (``link.bound_gates``): the
+    #: other options' values, each ``dest=value``, with which it may not raise
     target: tuple[str, ...] = ()
     #: for a gate in a method that implements an interface's abstract method
     #: (``link.gates``): that interface method, ``FusedMoEMethodBase.apply``

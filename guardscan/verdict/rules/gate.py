@@ -21,7 +21,10 @@ Known limits
     may run in place of the method (LoRA's MoE layer replaces the method's
     core), which guardscan does not follow. Such a gate runs once the model
     is built, so for a choice a hook rewrites it holds only where it holds
-    for the value the choice became.
+    for the value the choice became. A gate read with the arguments of the
+    call that reaches it (``link.bound_gates``) names the values of other
+    backend options with which it may not raise: ``not blocked with
+    --moe-a2a-backend flashinfer_megamoe``.
 Example
     ``if not is_sm100_supported(): raise ValueError(...)`` under
     ``moe_runner_backend == "x"``: blocked on sm120, positive on sm100.
@@ -82,6 +85,12 @@ def judge(finding: Finding, case: Case) -> Outcome:
     if value is Tri.TRUE and finding.escape is not None and \
             values(finding.escape, arch) is not Tri.TRUE:
         conditions = (*conditions, *escape_conditions(finding.escape, values.context(arch)))
+    if value is Tri.TRUE and finding.target:
+        # another option's value the gate may let through (``link.bound_gates``)
+        conditions = (*conditions, *(
+            f"not blocked with {flag_of(dest)} {choice}"
+            for dest, _, choice in (t.partition("=") for t in finding.target)
+            if values.context(arch).options.get(dest) != choice))
     if value is Tri.TRUE:
         return Outcome(blocking=tuple(finding_evidence(
             index, finding, Role.GATE, FactKind.GATE,
@@ -134,6 +143,9 @@ EXAMPLES = (
     Example("an interface method's gate, for a choice a hook rewrites into one it admits",
             "gate", X, "sm120", "nothing", implements="FusedMoEMethodBase.apply",
             becomes="y"),
+    Example("raises at the other options' defaults, not with another all-to-all: blocked, "
+            "that value a condition", "gate", conj(X, neg(major("==", 10))), "sm120",
+            "blocking", "raises", target=("moe_a2a_backend=deepep",)),
     Example("another choice's gate says nothing of this one", "gate",
             conj(OptionIs(DEST, frozenset({"y"})), neg(major("==", 10))), "sm120", "nothing"),
 )
