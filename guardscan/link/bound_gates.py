@@ -47,7 +47,6 @@ from guardscan.predicate import (
     Predicate,
     Tri,
     conj,
-    disj,
     leaves,
     mentions_device,
 )
@@ -144,23 +143,23 @@ class BoundGates:
                 rest = residual(bound, Context(options={dest: choice}),
                                 lambda a: not (isinstance(a, OptionIs) and a.option == dest))
                 by_rest.setdefault(rest, []).append(choice)
-            gate = disj(*(conj(OptionIs(dest, frozenset(choices)), rest)
-                          for rest, choices in by_rest.items()))
-            ways = sorted({way for rest, choices in by_rest.items()
-                           for way in self._ways_around(rest, dest, choices)})
             note = "with " + ", ".join(
                 f"{name}={_describe(value)}" for name, value in sorted(env.items()))
-            where = conj(cond, gate)
-            # made in a quantization method's code: only under the methods
-            # that reach the call (a refusal on every arch, under a
-            # ``--quantization`` naming one)
-            where = self.quant.qualify(caller.rel, call.scope, where,
-                                       every_arch=not mentions_device(gate))
-            out.append(Finding(
-                FindingKind.GATE, tfacts.rel, line, where,
-                (*hops, Hop(caller.rel, call.line, HopRole.LINK, note[:200]),
-                 *self.conditions.guard_hops(tfacts, path, fscope, line)),
-                option=dest, text=text, target=tuple(ways)))
+            # one finding per way the choices stopped are stopped: each says
+            # which other options' values let its choices through
+            for rest, choices in by_rest.items():
+                gate = conj(OptionIs(dest, frozenset(choices)), rest)
+                # made in a quantization method's code: only under the methods
+                # that reach the call (a refusal on every arch, under a
+                # ``--quantization`` naming one)
+                where = self.quant.qualify(caller.rel, call.scope, conj(cond, gate),
+                                           every_arch=not mentions_device(gate))
+                out.append(Finding(
+                    FindingKind.GATE, tfacts.rel, line, where,
+                    (*hops, Hop(caller.rel, call.line, HopRole.LINK, note[:200]),
+                     *self.conditions.guard_hops(tfacts, path, fscope, line)),
+                    option=dest, text=text,
+                    target=tuple(self._ways_around(rest, dest, choices)), built=True))
         return out
 
     def _ways_around(self, rest: Predicate, dest: str, choices: list[str]) -> list[str]:

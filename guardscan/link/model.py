@@ -128,6 +128,9 @@ class Finding:
     #: option's tests take: its condition with the checkpoint's tests on the
     #: way kept too (``QuantPaths.escape``), or None where none was left out
     escape: Predicate | None = None
+    #: for a gate read with a call's arguments (``link.bound_gates``): code run
+    #: once the model is built, which sees what a hook rewrote the choice into
+    built: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,6 +215,12 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
         docs = [e for o in outcomes for e in o.docs]
         caveats = [e for o in outcomes for e in o.caveats]
         conditions = {c for o in outcomes for c in o.conditions}
+        # a way around one refusal is no way around the verdict unless it
+        # steps around every refusal (and around none where nothing refuses:
+        # a refusal only some checkpoints meet is a condition of its own)
+        blockers = [o for o in outcomes if o.blocking]
+        conditions -= {c for c in conditions if c.startswith("not blocked ")
+                       and not (blockers and all(c in o.conditions for o in blockers))}
         conditions.update(need_condition(atom) for atom in needs)
         # the deciding fact last: `explain` ends where the verdict was decided
         chain = mark_statuses(dedupe_keep_last([origin, *docs, *caveats, *evidence]), verdict)

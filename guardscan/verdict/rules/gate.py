@@ -21,10 +21,11 @@ Known limits
     may run in place of the method (LoRA's MoE layer replaces the method's
     core), which guardscan does not follow. Such a gate runs once the model
     is built, so for a choice a hook rewrites it holds only where it holds
-    for the value the choice became. A gate read with the arguments of the
-    call that reaches it (``link.bound_gates``) names the values of other
-    backend options with which it may not raise: ``not blocked with
-    --moe-a2a-backend flashinfer_megamoe``.
+    for the value the choice became. So does a gate read with the arguments
+    of the call that reaches it (``link.bound_gates``), a call made while the
+    model is built; such a gate also names the values of other backend
+    options with which it may not raise: ``not blocked with --moe-a2a-backend
+    flashinfer_megamoe``.
 Example
     ``if not is_sm100_supported(): raise ValueError(...)`` under
     ``moe_runner_backend == "x"``: blocked on sm120, positive on sm100.
@@ -66,7 +67,7 @@ def judge(finding: Finding, case: Case) -> Outcome:
     cond = finding.condition
     # run once the model is built, it sees what a hook rewrote the choice
     # into (``megamoe`` is ``auto`` with ``--moe-a2a-backend megamoe`` by then)
-    if finding.implements and values.becomes is not None and \
+    if (finding.implements or finding.built) and values.becomes is not None and \
             values.as_built(cond, arch) is not Tri.TRUE:
         return NOTHING
     value = values(cond, arch)
