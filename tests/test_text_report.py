@@ -362,7 +362,9 @@ def test_the_founding_question_fits_on_a_screen() -> None:
         followed, one more: that condition now names nine choices; the
         draft model's all-to-all backend, once it shared the gates of the
         code it runs (``ascend_tp`` has no dispatcher there), a block of
-        five lines of its own.)"""
+        five lines of its own; the runners ``MoeRunner`` finds no fused
+        function for (``experimental_sgl_trtllm``, ``flashinfer_megamoe``),
+        an ``avoid`` block and two marker lines for the ways around it.)"""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = "guardscan sglang==0.5.23 --arch sm120 --quantization modelopt_fp4"
     begin = page.index(f"<!-- begin: output {command} -->")
@@ -370,7 +372,7 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     body = block.split("```console\n", 1)[1].rsplit("```", 1)[0]
     lines = [line for line in body.splitlines() if not line.startswith("$ ")
              and not line.startswith("    --")]
-    assert len(lines) <= 72, len(lines)
+    assert len(lines) <= 75, len(lines)
     options = [line.split()[0] for line in lines if line.startswith("--")]
     # the two answers the question is about come first (in the order of how
     # many choices the kernel library decides in each)

@@ -140,7 +140,9 @@ class Vocabulary:
         """Asked again now, does ``key`` get its ``former`` answer?"""
         old = self.former.get(key)
         kind, text, rel, scope, line = key
-        if old is None:
+        if old is None or kind == "b":
+            # a path read with a call's arguments keeps them only in its key's
+            # text: asked again by the unit that asks it, never from here
             return False
         asked, self._asked = self._asked, None
         try:
