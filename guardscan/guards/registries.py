@@ -67,6 +67,8 @@ __all__ = ["MAX_LEVELS", "Entry", "Registries", "RegistryGetV", "RegistryV"]
 MAX_LEVELS = 3
 #: More entries than this and the registry is open.
 MAX_ENTRIES = 64
+#: More files naming a registering function than this and the registry is open.
+MAX_FILES = 60
 
 #: a parameter left as a placeholder while a key is read
 _MARK = "\x00param:"
@@ -341,7 +343,10 @@ class Registries:
         interp = self.interpreter
         ours = FuncV(facts.rel, func.qualname)
         sites: list[tuple[FactsView, CallFact]] = []
-        for rel in interp.index.grep([func.name]):
+        files = interp.index.grep([func.name])
+        if len(files) > MAX_FILES:
+            return None  # a name too common to read every use of
+        for rel in files:
             view = interp.index.view(rel)
             if view is None:
                 return None
@@ -369,9 +374,14 @@ class Registries:
         module = self._modules.get(rel)
         if module is None:
             return Unknown(f"{rel} is imported")
-        last = module.rsplit(".", 1)[-1]
+        parent, _, last = module.rpartition(".")
+        # absolute imports name the module or its package; relative ones are
+        # made near it (under its package's parent)
+        near = rel.rsplit("/", 2)[0] + "/"
+        files = set(interp.index.grep([module, f"{parent} import"])) | set(interp.index.grep(
+            [last], within=[f for f in interp.index.tree.files if f.startswith(near)]))
         parts: list[Predicate] = []
-        for other in interp.index.grep([last]):
+        for other in sorted(files):
             view = interp.index.view(other)
             if view is None or other == rel:
                 continue

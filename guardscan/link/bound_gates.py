@@ -183,11 +183,12 @@ class BoundGates:
     def _stopped(self, bound: Predicate, dest: str) -> list[str]:
         """The choices of ``dest`` that ``bound`` surely stops, on some arch,
         the other options at their defaults."""
+        archs = _ARCHS if mentions_device(bound) else _ARCHS[:1]
         out = []
         for choice in self._choices.get(dest, ()):
             options = {**self._defaults, dest: choice}
             if any(bound.evaluate(Context(arch=arch, options=options)) is Tri.TRUE
-                   for arch in _ARCHS):
+                   for arch in archs):
                 out.append(choice)
         return out
 

@@ -345,13 +345,26 @@ class Gates:
         get_moe_runner_backend()``): the callee's raises read with those
         arguments (``link.bound_gates``). Only a local its function assigns
         from a call named for an option is read (the pre-filter; the value
-        decides)."""
+        decides): an attribute named like an option (``self.attention_backend``
+        of another program's config) is not taken, on no test of the option
+        only a value fetched for it is."""
         dests = self.ctx.dests
-        for call in facts.calls:
-            texts = [*call.args, *(v for _, v in call.kwargs)]
-            if not texts:
+        # locals assigned from a call named for an option, by scope: the pre-filter
+        fetched: dict[str, dict[str, set[str]]] = {}
+        for assign in facts.assigns:
+            if "(" not in assign.value or not assign.scope:
                 continue
-            named = self._named_options(facts, call.scope, texts, dests)
+            named_here = {d for d in dests if d + "(" in assign.value}
+            if named_here:
+                by_name = fetched.setdefault(assign.scope, {})
+                for target in assign.targets:
+                    by_name.setdefault(target, set()).update(named_here)
+        for call in facts.calls:
+            locals_ = fetched.get(call.scope)
+            if not locals_:
+                continue
+            named = sorted({d for text in (*call.args, *(v for _, v in call.kwargs))
+                            for d in locals_.get(text, ())})
             named = [d for d in named if (call.line, d) not in followed]
             if not named or parse_expr(call.func) is None:
                 continue
@@ -366,23 +379,6 @@ class Gates:
             for dest in named:
                 out.findings.extend(self.bound.scan(facts, call, tfacts, target[1], dest, cond,
                                                     (hop,)))
-
-    @staticmethod
-    def _named_options(facts: FactsView, scope: str, texts: list[str],
-                       dests: frozenset[str]) -> list[str]:
-        """The options an argument is a local of ``scope`` for, assigned from
-        a call that names one (``moe_runner_backend = get_moe_runner_backend()``).
-        An attribute named like an option (``self.attention_backend`` of
-        another program's config) is not taken: on no test of the option,
-        only a value fetched for it is."""
-        if not scope:
-            return []
-        words = {text for text in texts if text.isidentifier()}
-        found: set[str] = set()
-        for assign in facts.in_scope("assigns", scope):
-            if any(t in words for t in assign.targets) and "(" in assign.value:
-                found.update(d for d in dests if d + "(" in assign.value)
-        return sorted(found)
 
     def _callee(self, facts: FactsView, call: CallFact) -> tuple[str, str] | None:
         """The function a call of the tree runs: a function, or a class's constructor."""
