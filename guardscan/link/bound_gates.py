@@ -22,7 +22,9 @@ on it), the raise is read again with the callee's parameters bound to the
 call's arguments and defaults (``Vocabulary.path_bound``). It becomes a gate
 of the option for the choices it surely stops (with the other options at
 their defaults, on some arch), and for those only: a choice the bound
-reading leaves open gains nothing. Made in a quantization method's code,
+reading leaves open gains nothing. Calls on no test of the option are read
+the same way when an argument is a local fetched by a call named for an
+option (``carried``). Made in a quantization method's code,
 the gate holds only under the methods whose code makes the call (without
 ``--quantization``, a condition: ``blocked with --quantization
 modelopt_fp4``); made in another platform's package, it holds nowhere
@@ -35,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from guardscan.arch import standard_archs
-from guardscan.guards import AltV, ChoiceV, ConstV, OptV, UnkV, Value
+from guardscan.guards import AltV, ChoiceV, ClassV, ConstV, FuncV, OptV, UnkV, Value
 from guardscan.index.facts import CallFact
 from guardscan.index.observe import FactsView
 from guardscan.link.model import Finding, FindingKind, Hop, HopRole, default_choices
@@ -110,6 +112,57 @@ class BoundGates:
         if not carried:
             return None
         return {k: v for k, v in env.items() if not isinstance(v, UnkV)}
+
+    def carried(self, facts: FactsView, followed: set[tuple[int, str]]) -> list[Finding]:
+        """Calls on no test of the option that pass its value
+        (``MoeRunner(moe_runner_backend, config)`` after ``moe_runner_backend =
+        get_moe_runner_backend()``): the callee's raises read with those
+        arguments. Only a local its function assigns
+        from a call named for an option is read (the pre-filter; the value
+        decides): an attribute named like an option (``self.attention_backend``
+        of another program's config) is not taken, on no test of the option
+        only a value fetched for it is."""
+        dests = self.ctx.dests
+        out: list[Finding] = []
+        # locals assigned from a call named for an option, by scope: the pre-filter
+        fetched: dict[str, dict[str, set[str]]] = {}
+        for assign in facts.assigns:
+            if "(" not in assign.value or not assign.scope:
+                continue
+            named_here = {d for d in dests if d + "(" in assign.value}
+            if named_here:
+                by_name = fetched.setdefault(assign.scope, {})
+                for target in assign.targets:
+                    by_name.setdefault(target, set()).update(named_here)
+        for call in facts.calls:
+            locals_ = fetched.get(call.scope)
+            if not locals_:
+                continue
+            named = sorted({d for text in (*call.args, *(v for _, v in call.kwargs))
+                            for d in locals_.get(text, ())})
+            named = [d for d in named if (call.line, d) not in followed]
+            if not named or parse_expr(call.func) is None:
+                continue
+            target = self._callee(facts, call)
+            if target is None:
+                continue
+            tfacts = self.ctx.index.view(target[0])
+            if tfacts is None:
+                continue
+            cond = self.conditions.path(facts, call.path, call.scope)
+            hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
+            for dest in named:
+                out.extend(self.scan(facts, call, tfacts, target[1], dest, cond, (hop,)))
+        return out
+
+    def _callee(self, facts: FactsView, call: CallFact) -> tuple[str, str] | None:
+        """The function a call of the tree runs: a function, or a class's constructor."""
+        callee = self.ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
+        if isinstance(callee, FuncV):
+            return callee.rel, callee.qualname
+        if isinstance(callee, ClassV):
+            return self.quant.paths.lookup((callee.rel, callee.qualname), "__init__")
+        return None
 
     def scan(self, caller: FactsView, call: CallFact, tfacts: FactsView, scope: str,
              dest: str, cond: Predicate, hops: tuple[Hop, ...]) -> list[Finding]:

@@ -335,59 +335,8 @@ class Gates:
                     self._follow_one(facts, call, atom.option, cond, (link,), FOLLOW_DEPTH,
                                      out, call in returned
                                      and self._for_choice(cond, atom.option))
-        self._follow_carried(facts, followed, out)
+        out.findings.extend(self.bound.carried(facts, followed))
         return out
-
-    def _follow_carried(self, facts: FactsView, followed: set[tuple[int, str]],
-                        out: Found) -> None:
-        """Calls on no test of the option that pass its value
-        (``MoeRunner(moe_runner_backend, config)`` after ``moe_runner_backend =
-        get_moe_runner_backend()``): the callee's raises read with those
-        arguments (``link.bound_gates``). Only a local its function assigns
-        from a call named for an option is read (the pre-filter; the value
-        decides): an attribute named like an option (``self.attention_backend``
-        of another program's config) is not taken, on no test of the option
-        only a value fetched for it is."""
-        dests = self.ctx.dests
-        # locals assigned from a call named for an option, by scope: the pre-filter
-        fetched: dict[str, dict[str, set[str]]] = {}
-        for assign in facts.assigns:
-            if "(" not in assign.value or not assign.scope:
-                continue
-            named_here = {d for d in dests if d + "(" in assign.value}
-            if named_here:
-                by_name = fetched.setdefault(assign.scope, {})
-                for target in assign.targets:
-                    by_name.setdefault(target, set()).update(named_here)
-        for call in facts.calls:
-            locals_ = fetched.get(call.scope)
-            if not locals_:
-                continue
-            named = sorted({d for text in (*call.args, *(v for _, v in call.kwargs))
-                            for d in locals_.get(text, ())})
-            named = [d for d in named if (call.line, d) not in followed]
-            if not named or parse_expr(call.func) is None:
-                continue
-            target = self._callee(facts, call)
-            if target is None:
-                continue
-            tfacts = self.ctx.index.view(target[0])
-            if tfacts is None:
-                continue
-            cond = self.conditions.path(facts, call.path, call.scope)
-            hop = Hop(facts.rel, call.line, HopRole.CALL, call.func)
-            for dest in named:
-                out.findings.extend(self.bound.scan(facts, call, tfacts, target[1], dest, cond,
-                                                    (hop,)))
-
-    def _callee(self, facts: FactsView, call: CallFact) -> tuple[str, str] | None:
-        """The function a call of the tree runs: a function, or a class's constructor."""
-        callee = self.ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
-        if isinstance(callee, FuncV):
-            return callee.rel, callee.qualname
-        if isinstance(callee, ClassV):
-            return self.quant.paths.lookup((callee.rel, callee.qualname), "__init__")
-        return None
 
     @staticmethod
     def _for_choice(path: Predicate, dest: str) -> bool:
