@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from guardscan.predicate import FALSE, TRUE, And, Context, Not, Or, Predicate, Tri, conj, disj, neg
 
-__all__ = ["residual", "value"]
+__all__ = ["Fold", "residual", "value"]
 
 
 def value(pred: Predicate, ctx: Context) -> Tri:
@@ -96,3 +96,39 @@ def _residual(p: Predicate, ctx: Context, keep: Callable[[Predicate], bool],
         out = p if v is Tri.UNKNOWN else TRUE if v is Tri.TRUE else FALSE
     memo[id(p)] = out
     return out
+
+
+class Fold:
+    """``value`` and ``residual`` on one context, their memos kept between
+    calls: conditions asked one after another on the same context (a
+    choice's gates on one arch) share their parts, each folded once for
+    all of them. ``keep``: the leaves ``residual`` leaves in, the same for
+    every call. The predicates asked are held, so the parts the memos are
+    keyed by (their ids) stay alive while the memos do.
+
+    >>> from guardscan.predicate import Device, QuantIs
+    >>> from guardscan.arch import parse_arch
+    >>> fold = Fold(Context(arch=parse_arch("sm120")), lambda a: isinstance(a, QuantIs))
+    >>> shared = neg(Device("major", "==", 10))
+    >>> fold.value(shared), fold.residual(conj(shared, QuantIs(frozenset({"fp8"})))).describe()
+    (<Tri.TRUE: 'true'>, 'quantization in {fp8}')
+    """
+
+    __slots__ = ("_held", "_residuals", "_values", "ctx", "keep")
+
+    def __init__(self, ctx: Context, keep: Callable[[Predicate], bool] | None = None) -> None:
+        self.ctx, self.keep = ctx, keep
+        self._values: dict[int, Tri] = {}
+        self._residuals: dict[int, Predicate] = {}
+        self._held: list[Predicate] = []
+
+    def value(self, pred: Predicate) -> Tri:
+        if id(pred) not in self._values:
+            self._held.append(pred)
+        return _value(pred, self.ctx, self._values)
+
+    def residual(self, pred: Predicate) -> Predicate:
+        assert self.keep is not None, "a Fold made without keep only evaluates"
+        if id(pred) not in self._residuals:
+            self._held.append(pred)
+        return _residual(pred, self.ctx, self.keep, self._residuals)

@@ -34,9 +34,10 @@ linker's usual gates and are not read again.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
-from guardscan.arch import standard_archs
+from guardscan.arch import Arch, standard_archs
 from guardscan.guards import AltV, ChoiceV, ClassV, ConstV, FuncV, OptV, UnkV, Value
 from guardscan.index.facts import CallFact
 from guardscan.index.observe import FactsView
@@ -44,6 +45,7 @@ from guardscan.link.model import Finding, FindingKind, Hop, HopRole, default_cho
 from guardscan.link.platform_code import platform_package
 from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
+    FALSE,
     Context,
     OptionIs,
     Predicate,
@@ -52,7 +54,8 @@ from guardscan.predicate import (
     leaves,
     mentions_device,
 )
-from guardscan.predicate_dag import residual
+from guardscan.predicate_dag import Fold, residual
+from guardscan.predicate_dag import value as dag_value
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
@@ -84,6 +87,7 @@ class BoundGates:
         self.quant = quant
         self._defaults = default_choices(ctx.options)
         self._choices = {o.dest: o.choices for o in ctx.options}
+        self._folds: dict[tuple[Arch, str], Fold] = {}
 
     def bindings(self, caller: FactsView, call: CallFact, tfacts: FactsView, scope: str,
                  dest: str) -> dict[str, Value] | None:
@@ -237,13 +241,33 @@ class BoundGates:
         """The choices of ``dest`` that ``bound`` surely stops, on some arch,
         the other options at their defaults."""
         archs = _ARCHS if mentions_device(bound) else _ARCHS[:1]
-        out = []
-        for choice in self._choices.get(dest, ()):
-            options = {**self._defaults, dest: choice}
-            if any(bound.evaluate(Context(arch=arch, options=options)) is Tri.TRUE
-                   for arch in archs):
-                out.append(choice)
-        return out
+        choices = self._choices.get(dest, ())
+        stopped: set[str] = set()
+        for arch in archs:
+            # folded to what ``dest`` decides (the folds of one arch share
+            # their parts), then asked once per way the choices meet its tests
+            fold = self._folds.get((arch, dest))
+            if fold is None:
+                fold = self._folds[(arch, dest)] = Fold(
+                    Context(arch=arch, options=self._defaults), partial(_tests_option, dest))
+            rest = fold.residual(bound)
+            if rest == FALSE:
+                continue
+            tests = [a.choices for a in leaves(rest)
+                     if isinstance(a, OptionIs) and a.option == dest]
+            holds: dict[tuple[bool, ...], bool] = {}
+            for choice in choices:
+                met = tuple(choice in t for t in tests)
+                if met not in holds:
+                    holds[met] = dag_value(rest, Context(
+                        arch=arch, options={**self._defaults, dest: choice})) is Tri.TRUE
+                if holds[met]:
+                    stopped.add(choice)
+        return [choice for choice in choices if choice in stopped]
+
+
+def _tests_option(dest: str, atom: Predicate) -> bool:
+    return isinstance(atom, OptionIs) and atom.option == dest
 
 
 def _describe(value: Value) -> str:

@@ -27,7 +27,7 @@ from guardscan.predicate import (
     mentions_capability,
     substitute,
 )
-from guardscan.predicate_dag import residual
+from guardscan.predicate_dag import Fold
 from guardscan.predicate_dag import value as _value
 from guardscan.results import OptionInfo
 
@@ -192,6 +192,19 @@ class Values:
         self.model = ModelView(shared.model, model_needs if shared.model is None else ())
         self._contexts: dict[Arch, Context] = {}
         self._signatures: dict[int, tuple[object, ...]] = {}
+        # per arch and kind of fold: the conditions asked share their parts
+        self._folds: dict[tuple[Arch, str], Fold] = {}
+
+    def _fold(self, arch: Arch, kind: str = "value") -> Fold:
+        fold = self._folds.get((arch, kind))
+        if fold is None:
+            modes = self.shared.modes
+            keep = {"value": None,
+                    "modes": lambda a: isinstance(a, (EnvIs, ModelIs)) or
+                    isinstance(a, OptionIs) and a.option in modes,
+                    "methods": lambda a: isinstance(a, QuantIs)}[kind]
+            fold = self._folds[(arch, kind)] = Fold(self.context(arch), keep)
+        return fold
 
     def context(self, arch: Arch) -> Context:
         ctx = self._contexts.get(arch)
@@ -224,7 +237,7 @@ class Values:
         key = (id(pred), arch, self._signature(pred))
         value = self.shared.values.get(key)
         if value is None:
-            value = self.shared.values[key] = _value(pred, self.context(arch))
+            value = self.shared.values[key] = self._fold(arch).value(pred)
         return value
 
     def _without_modes(self, cond: Predicate, arch: Arch) -> Tri:
@@ -264,10 +277,8 @@ class Values:
                          arch: Arch, now: Tri, verdict: str) -> tuple[str, ...]:
         out: set[str] = set()
         ctx = self.context(arch)
-        modes = self.shared.modes
         # what the alternatives leave alone, decided once
-        rest = residual(cond, ctx, lambda a: isinstance(a, (EnvIs, ModelIs)) or
-                        isinstance(a, OptionIs) and a.option in modes)
+        rest = self._fold(arch, "modes").residual(cond)
         for atom in tested:
             if isinstance(atom, ModelIs):
                 tries = [(phrase(atom), replace(ctx, model=ModelView(
@@ -309,13 +320,13 @@ class Values:
         known = self.shared.undecided.get(key)
         if known is None:
             ctx = self.context(arch)
-            if not possible(cond, ctx):
+            if self._fold(arch).value(cond) is Tri.FALSE:
                 known = (False, (), None)
             else:
                 methods = []
                 if ctx.quantization is None:
                     # only the method tests read the method: the rest is decided once
-                    rest = residual(cond, ctx, lambda a: isinstance(a, QuantIs))
+                    rest = self._fold(arch, "methods").residual(cond)
                     raises: dict[str, bool] = {}
                     for atom in [a for a in leaves(cond) if isinstance(a, QuantIs)]:
                         for method in sorted(atom.methods):
