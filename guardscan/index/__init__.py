@@ -207,16 +207,20 @@ class Index:
         self.keep_text = False
         self._data = {rel: None for rel, data in self._data.items() if data is None}
         self._lines.clear()
-        if not keep_whole:
+        if not keep_whole and self._whole is not None:
+            self._whole.close()
             self._whole = None
 
     def _whole_text(self) -> WholeText:
         """The whole tree's text in one buffer (read once; see ``whole_text``)."""
         if self._whole is None:
-            texts = [(rel, data) for rel in self.tree.files
-                     if (data := self._read(rel)) is not None]
-            self._whole = WholeText(texts)
-            del texts
+            # each file written to the buffer as it is read, none kept beside it
+            keep, self.keep_text = self.keep_text, False
+            try:
+                self._whole = WholeText((rel, data) for rel in self.tree.files
+                                        if (data := self._read(rel)) is not None)
+            finally:
+                self.keep_text = keep
             self._data = {rel: None for rel, data in self._data.items() if data is None}
         return self._whole
 
