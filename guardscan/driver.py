@@ -315,8 +315,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                           modes=modes)
     share_links(links, shared, {o.dest: o.choices for o in catalog.options})
     # Linking is done, and with it every whole-tree pre-filter and name lookup:
-    # what it held is free for the kernel library (for sglang 0.5.23: 68 MB of
-    # text, 1,727 files' facts, the interpreter's memos). Later readers reload.
+    # what it held is free for the kernel library (for sglang 0.5.23: 1,727
+    # files' facts, the interpreter's memos, the temporary file of the tree's
+    # text). Later readers reload.
     index.release_text()
     vocab.release_caches()
     index.drop_facts()
@@ -339,9 +340,9 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
             from guardscan.kernels.judge import kernel_judge_for
 
             kernel_index = Index(kernel_tree, cache_dir if opts.use_cache else None)
-            # FlashInfer's text is searched a few times, then indexed once: reading
-            # it again from the page cache each time (0.1 s a pass for 117 MB)
-            # costs less than holding it beside SGLang's results (the peak)
+            # FlashInfer's text is searched a few times (17 whole-tree searches
+            # for 0.7.2 under sglang 0.5.23), through its buffer's temporary
+            # file (``index.whole_text``): 117 MB never held beside SGLang's results
             kernel_index.release_text()
             answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "",
                                           tuple(a.name for a in opts.archs)) \
