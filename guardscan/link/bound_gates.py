@@ -55,7 +55,6 @@ from guardscan.predicate import (
     mentions_device,
 )
 from guardscan.predicate_dag import Fold, residual
-from guardscan.predicate_dag import value as dag_value
 from guardscan.syntax import parse_expr
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class BoundGates:
         self.quant = quant
         self._defaults = default_choices(ctx.options)
         self._choices = {o.dest: o.choices for o in ctx.options}
-        self._folds: dict[tuple[Arch, str], Fold] = {}
+        self._folds: dict[tuple[Arch, str, str | None], Fold] = {}
 
     def bindings(self, caller: FactsView, call: CallFact, tfacts: FactsView, scope: str,
                  dest: str) -> dict[str, Value] | None:
@@ -246,11 +245,7 @@ class BoundGates:
         for arch in archs:
             # folded to what ``dest`` decides (the folds of one arch share
             # their parts), then asked once per way the choices meet its tests
-            fold = self._folds.get((arch, dest))
-            if fold is None:
-                fold = self._folds[(arch, dest)] = Fold(
-                    Context(arch=arch, options=self._defaults), partial(_tests_option, dest))
-            rest = fold.residual(bound)
+            rest = self._fold_for(arch, dest).residual(bound)
             if rest == FALSE:
                 continue
             tests = [a.choices for a in leaves(rest)
@@ -259,11 +254,25 @@ class BoundGates:
             for choice in choices:
                 met = tuple(choice in t for t in tests)
                 if met not in holds:
-                    holds[met] = dag_value(rest, Context(
-                        arch=arch, options={**self._defaults, dest: choice})) is Tri.TRUE
+                    holds[met] = self._fold_for(arch, dest, choice).value(rest) is Tri.TRUE
                 if holds[met]:
                     stopped.add(choice)
         return [choice for choice in choices if choice in stopped]
+
+    def _fold_for(self, arch: Arch, dest: str, choice: str | None = None) -> Fold:
+        """The fold of the readings on ``arch`` with the other options at their
+        defaults: to what ``dest`` decides (no ``choice``), or with ``dest``
+        holding ``choice``. Kept for the scan: the readings share their parts
+        (a callee's raises, read for each call), each folded once."""
+        fold = self._folds.get((arch, dest, choice))
+        if fold is None:
+            if choice is None:
+                fold = Fold(Context(arch=arch, options=self._defaults),
+                            partial(_tests_option, dest))
+            else:
+                fold = Fold(Context(arch=arch, options={**self._defaults, dest: choice}))
+            self._folds[(arch, dest, choice)] = fold
+        return fold
 
 
 def _tests_option(dest: str, atom: Predicate) -> bool:
