@@ -322,6 +322,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     vocab.release_caches()
     index.drop_facts()
     units = (0, 0)
+    kernel_index: Index | None = None
     if memo is not None:
         units = replayed, ran = memo.linked()
         if memo.reanalysis:
@@ -387,6 +388,10 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         {d: ((flag, d.path, d.line),) for flag, d in faults}
     if kernel_judge is not None and hasattr(kernel_judge, "store_answers"):
         kernel_judge.store_answers()
+    if kernel_index is not None:
+        # its searches are asked: the buffer's temporary file goes now, not
+        # when the analysis is let go (a later question reads it again)
+        kernel_index.release_text()
     for outcome in index.outcomes.values():
         if outcome.status != "analysed":
             diagnostics.append(diagnostic(outcome.rel, outcome.line, f"file-{outcome.status}",
