@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardscan.index import whole_text
-from guardscan.index.whole_text import CHUNK, WholeText, edge_sensitive
+from guardscan.index.whole_text import CHUNK, WholeText, edge_sensitive, plain_literal
 
 PATTERNS = [
     rb"class\s+\w+\s*\([^)]*\bBase\b",  # [^)]* runs over the separator
-    rb"Base",
+    rb"Base",  # a plain string: found with bytes.find
+    rb"eBa",  # a plain string that may run from one file's end into the next
     rb"(?:Ba|se)\b",
     rb"^class",
     rb"Base$",
@@ -85,3 +86,11 @@ def test_edge_sensitive_patterns() -> None:
     assert not edge_sensitive(rb"class\s+\w+\s*\([^)]*\bBase\b")  # ^ inside a class
     assert not edge_sensitive(rb"a\$b")  # an escaped dollar
     assert not edge_sensitive(rb"(?:foo|bar)")
+
+
+def test_plain_literals() -> None:
+    assert plain_literal(re.compile(rb"NemotronHConfig")) == b"NemotronHConfig"
+    assert plain_literal(re.compile(rb"_REGISTRY")) == b"_REGISTRY"
+    for pattern in (rb"a.b", rb"x*", rb"\bx", rb"", rb"(?:a|b)", rb"a b", rb"sglang\.srt"):
+        assert plain_literal(re.compile(pattern)) is None, pattern
+    assert plain_literal(re.compile(rb"abc", re.IGNORECASE)) is None

@@ -33,7 +33,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import IO
 
-__all__ = ["CHUNK", "WholeText", "edge_sensitive"]
+__all__ = ["CHUNK", "WholeText", "edge_sensitive", "plain_literal"]
 
 #: between two files: no pattern of the pre-filters matches a NUL
 _SEP = b"\0"
@@ -41,8 +41,22 @@ _SEP = b"\0"
 #: bytes of files mapped at once by a search (a larger file is a chunk of its own)
 CHUNK = 16 << 20
 
+#: bytes that make a pattern more than a plain string (NUL: the separator)
+_SPECIAL = frozenset(b"\\[](){}*+?|^$.#\0 \t\n\r\x0b\x0c")
+
 _CLASS = re.compile(rb"\[(?:\\.|[^\]\\])*\]")
 _ESCAPE = re.compile(rb"\\(.)")
+
+
+def plain_literal(regex: re.Pattern[bytes]) -> bytes | None:
+    """The bytes ``regex`` matches exactly, when it is a plain string (no
+    special character, no flag: ``NemotronHConfig``, most of the
+    pre-filters): ``bytes.find`` finds it two to three times faster than
+    ``re`` does."""
+    pattern = regex.pattern
+    if regex.flags or not pattern or any(c in _SPECIAL for c in pattern):
+        return None
+    return pattern
 
 
 def edge_sensitive(pattern: bytes) -> bool:
@@ -119,6 +133,9 @@ class WholeText:
 
     def matches(self, regex: re.Pattern[bytes], rel: str) -> bool:
         """Whether the file's own bytes match (its bytes, never the joined text)."""
+        literal = plain_literal(regex)
+        if literal is not None:
+            return literal in self.data(rel)
         return regex.search(self.data(rel)) is not None
 
     def matching(self, regex: re.Pattern[bytes]) -> set[str]:
@@ -150,12 +167,20 @@ class WholeText:
         ends where the last file does (there the string ends, as at a file's
         own end)."""
         pos, stop = self.starts[first] - offset, self.ends[last - 1] - offset
+        literal = plain_literal(regex)
         while True:
-            m = regex.search(text, pos, stop)
-            if m is None:
-                return
-            k = bisect_right(self.starts, m.start() + offset, first, last) - 1
-            if m.start() + offset >= self.ends[k] and m.start() + offset > self.starts[k]:
+            if literal is not None:
+                at = text.find(literal, pos, stop)
+                if at < 0:
+                    return
+                start, end = at, at + len(literal)
+            else:
+                m = regex.search(text, pos, stop)
+                if m is None:
+                    return
+                start, end = m.start(), m.end()
+            k = bisect_right(self.starts, start + offset, first, last) - 1
+            if start + offset >= self.ends[k] and start + offset > self.starts[k]:
                 # it starts on the separator: only a pattern that can match
                 # a NUL does that; ask the next file on its own
                 k += 1
@@ -163,7 +188,7 @@ class WholeText:
                     return
                 if self.matches(regex, self.rels[k]):
                     found.add(self.rels[k])
-            elif m.end() + offset <= self.ends[k] or self.matches(regex, self.rels[k]):
+            elif end + offset <= self.ends[k] or self.matches(regex, self.rels[k]):
                 found.add(self.rels[k])
             if k + 1 >= last:
                 return
