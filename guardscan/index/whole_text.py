@@ -14,13 +14,13 @@ alone, and a pattern whose meaning depends on where the string begins or
 ends (``^``, ``$``, ``\\A``, ``\\Z``, lookarounds) is asked of each file's
 slice of the buffer, never of the joined text.
 
-Held in memory, the buffer was the largest single thing a scan kept: 68 MB
-for sglang 0.5.23, 117 MB for FlashInfer 0.7.2, both alive at the peak (and
-twice that while it was joined). It is written instead, file by file, to an
-unnamed temporary file, and a search maps it a chunk of files at a time
+Held in memory, the buffer would be the largest single thing a scan keeps
+(68 MB for sglang 0.5.23, 117 MB for FlashInfer 0.7.2, both alive at the
+peak, and twice that while joined), so it is written file by file to an
+unnamed temporary file, and a search maps a chunk of files at a time
 (``CHUNK`` bytes, a file never split): the process holds one chunk's pages,
 the page cache the rest. Where no temporary file can be made, it is kept in
-memory as before.
+memory. A pattern that is a plain string is found with ``bytes.find``.
 """
 
 from __future__ import annotations
