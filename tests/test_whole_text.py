@@ -7,11 +7,20 @@ from __future__ import annotations
 import re
 import tempfile
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardscan.index import whole_text
-from guardscan.index.whole_text import CHUNK, WholeText, edge_sensitive, plain_literal
+from guardscan.index import trie_pattern, whole_text
+from guardscan.index.whole_text import (
+    CHUNK,
+    WholeText,
+    edge_sensitive,
+    plain_literal,
+    required_word,
+    word_only,
+    words_of,
+)
 
 PATTERNS = [
     rb"class\s+\w+\s*\([^)]*\bBase\b",  # [^)]* runs over the separator
@@ -94,3 +103,114 @@ def test_plain_literals() -> None:
     for pattern in (rb"a.b", rb"x*", rb"\bx", rb"", rb"(?:a|b)", rb"a b", rb"sglang\.srt"):
         assert plain_literal(re.compile(pattern)) is None, pattern
     assert plain_literal(re.compile(rb"abc", re.IGNORECASE)) is None
+
+
+#: patterns a search may answer from the files' words: word-only strings and
+#: tries of them (asked with ``words``), and patterns that begin with a word
+WORD_PATTERNS = [
+    (rb"Base", False),
+    (rb"ase_x", False),
+    (trie_pattern([b"Base", b"se", b"x_1", b"class"]), True),
+    (rb"Base\(", False),
+    (rb"class\s+B\(Base\)", False),
+    (rb"Base(?:\ import|\.x_1)", False),
+    (rb"Bas?e", False),  # the word is "Ba": too short, searched in the text
+    (rb"x_1\b", False),
+]
+
+word_texts = st.lists(st.sampled_from([b"", b"class B(Base):\n", b"Base", b"se", b"x_1", b"\xc3\xa9",
+                                       b"Ba", b".", b" import", b"(", b")", b"_", b"\n"]),
+                      max_size=6).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(files=st.lists(word_texts, max_size=6), case=st.sampled_from(WORD_PATTERNS),
+       chunk=st.sampled_from([1, 7, CHUNK]), built=st.booleans())
+def test_the_words_answer_as_each_file_alone(files: list[bytes], case: tuple[bytes, bool],
+                                             chunk: int, built: bool) -> None:
+    """Whether the files' words are searched (built at once) or the text
+    (never built), the answers are each file's own."""
+    pattern, words = case
+    named = [(f"f{i}.py", data) for i, data in enumerate(files)]
+    regex = re.compile(pattern)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(whole_text, "WORDS_PER_S", float("inf") if built else 1e-30)
+        whole = WholeText(named, chunk=chunk)
+        assert whole.matching(regex, words) == {rel for rel, data in named if regex.search(data)}
+    usable = words or plain_literal(regex) is not None or required_word(regex) is not None
+    # no text at all: the words cost nothing, and are built at once
+    assert (whole._words is not None) == (usable and (built or not any(files))), pattern
+    for rel, data in named:
+        assert whole.matches(regex, rel, words) == bool(regex.search(data))
+
+
+def test_words_are_built_once_the_text_searches_cost_as_much(monkeypatch) -> None:
+    """The first word-only search of the text is timed; the words are built
+    once the time spent reaches what building them costs, not before."""
+    named = [("a.py", b"class A(Base): pass\n"), ("b.py", b"import os\n")]
+    clock = iter([0.0, 1.0, 1.0, 3.0])
+    monkeypatch.setattr(whole_text.time, "perf_counter", lambda: next(clock))
+    # 30 bytes of text: building the words takes 1.5 s at 20 bytes a second
+    monkeypatch.setattr(whole_text, "WORDS_PER_S", 20.0)
+    whole = WholeText(named)
+    assert whole.matching(re.compile(rb"Base")) == {"a.py"}  # 1 s
+    assert whole._words is None
+    assert whole.matching(re.compile(rb"import")) == {"b.py"}  # 2 s more: 3 s, past 1.5 s
+    assert whole._words is None
+    assert whole.matching(re.compile(rb"pass")) == {"a.py"}  # from the words
+    assert whole._words is not None
+    assert whole.matching(re.compile(rb"a.b")) == set()  # not word-only: the text
+    assert whole._words._words is None  # the words never get words of their own
+
+
+def test_a_pattern_is_searched_once(monkeypatch) -> None:
+    whole = WholeText([("a.py", b"Base"), ("b.py", b"x")])
+    calls = []
+    real = whole._matching
+    monkeypatch.setattr(whole, "_matching", lambda regex: calls.append(regex) or real(regex))
+    assert whole.matching(re.compile(rb"Ba(se)")) == {"a.py"}
+    assert whole.matching(re.compile(rb"Ba(se)")) == {"a.py"}
+    assert len(calls) == 1
+
+
+def test_words_of_a_file() -> None:
+    assert words_of(b"class A(Base): A.x = Base\n") == b"class A Base x"
+    assert words_of(b"caf\xc3\xa9_1 = 2") == b"caf _1 2"  # a non-ASCII byte ends a word
+    assert words_of(b"") == b""
+    assert word_only(b"_SM100_x") and not word_only(b"a.b") and not word_only(b"")
+
+
+def test_required_words() -> None:
+    cases = {
+        rb"sglang\.srt\.layers\.moe\.moe_runner(?:\ import|\.aiter)": b"moe_runner",
+        rb"TRTLLMMLABackend\(": b"TRTLLMMLABackend",
+        rb"abcd?": b"abc",  # the optional byte dropped
+        rb"abcd*e": b"abc",
+        rb"abcd+": b"abc",
+        rb"abcd{2}": b"abc",
+        rb"abcd(e|f)": b"abcd",  # an alternation inside a group
+        rb"abcd\n": b"abcd",
+        rb"@[\w.]*register\w*\(": None,  # no word begins it
+        rb"abc|defgh": None,  # either side may match alone
+        rb"abc[|]d|efgh": None,
+        rb"(?:a|b)xyz": None,
+        rb"ab": None,  # too short to be worth a search
+        rb"x\wyyyy": None,
+        rb"^abcd": None,
+    }
+    for pattern, word in cases.items():
+        assert required_word(re.compile(pattern)) == word, pattern
+    assert required_word(re.compile(rb"abcd", re.IGNORECASE)) is None
+    assert required_word(re.compile(rb"abc[|]def")) == b"abc"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from([b"ab", b"c", b"d", b"|", b".", b"(", b"e", b"abcd"]),
+                     max_size=8).map(b"".join),
+       pattern=st.sampled_from([rb"abcd?e", rb"ab\.c(?:d|e)", rb"abc[|]d", rb"abcd*",
+                                rb"abc(?:d|\.)", rb"ab(c|d)"]))
+def test_a_match_holds_its_required_word(text: bytes, pattern: bytes) -> None:
+    regex = re.compile(pattern)
+    word = required_word(regex)
+    if regex.search(text) and word is not None:
+        assert word in text

@@ -19,7 +19,7 @@ from guardscan.index.extract import index_source, source_lines
 from guardscan.index.facts import FileFacts, FileOutcome
 from guardscan.index.observe import ALL, DATA, OUTCOME, FactsView, Recorder, Seen, count_captures
 from guardscan.index.store import FactsStore, load_pickles, store_pickle, store_pickles
-from guardscan.index.whole_text import WholeText
+from guardscan.index.whole_text import WholeText, word_only
 
 _Answer = TypeVar("_Answer", bound=Hashable)
 
@@ -224,8 +224,10 @@ class Index:
             self._data = {rel: None for rel, data in self._data.items() if data is None}
         return self._whole
 
-    def grep_re(self, pattern: bytes, within: Iterable[str] | None = None) -> list[str]:
-        """Files whose bytes match the regular expression ``pattern``."""
+    def grep_re(self, pattern: bytes, within: Iterable[str] | None = None,
+                words: bool = False) -> list[str]:
+        """Files whose bytes match the regular expression ``pattern``;
+        ``words``: it matches strings of word bytes only (``WholeText.matching``)."""
         regex = re.compile(pattern)
         asked = tuple(within) if within is not None else None
         prior_asked, prior_matched = self._prior.get(pattern, (set(), set())) \
@@ -245,10 +247,10 @@ class Index:
                 asked is None and len(todo) > _WHOLE_FROM)):
             whole = self._whole_text()
             if asked is None and len(todo) > _WHOLE_FROM:
-                hits = whole.matching(regex)
+                hits = whole.matching(regex, words)
                 keep = {i for i, rel in todo if rel in hits}
             else:
-                keep = {i for i, rel in todo if rel in whole and whole.matches(regex, rel)}
+                keep = {i for i, rel in todo if rel in whole and whole.matches(regex, rel, words)}
         else:
             keep = {i for i, rel in todo if (data := self._read(rel)) is not None
                     and (not self.prefilter or regex.search(data))}
@@ -262,7 +264,8 @@ class Index:
         needles = {t.encode() for t in tokens if t}
         if not needles:
             return []
-        return self.grep_re(trie_pattern(needles), within)
+        return self.grep_re(trie_pattern(needles), within,
+                            words=all(word_only(n) for n in needles))
 
     # -- facts -----------------------------------------------------------------------
     def outcome(self, rel: str) -> FileOutcome:
