@@ -3,11 +3,18 @@
 
 A cold scan reads SGLang first and the kernel library last, one core busy
 most of the time. Meanwhile a background process parses the kernel library's
-files into the facts cache, starting with the package's ``__init__`` and what
-it imports (breadth first), where the library's questions begin. When the
-kernel stage comes, the files it needs are mostly cached already; any that
-are not it parses itself, as it always did. Facts are a function of a file's
-bytes, so who parsed them changes nothing in the result.
+files into the facts cache: the package's ``__init__`` and what it imports
+(breadth first), where the library's questions begin. When the kernel stage
+comes, the files it needs are mostly cached already; any that are not it
+parses itself, as it always did. Facts are a function of a file's bytes, so
+who parsed them changes nothing in the result.
+
+Only what the ``__init__`` reaches is parsed, never the rest of the tree:
+on FlashInfer 0.7.2 the kernel stage of a scan of sglang 0.5.23 reads 526 of
+its 3,375 files, 339 of them among the 736 the ``__init__`` reaches, and the
+rest of the tree is mostly vendored code no question reaches (CUTLASS's and
+CCCL's Python, 747 files). Parsing the whole tree cost a cold scan 38 s of
+CPU, a third of it, to save 5 s of waiting.
 
 The warmer never runs the code it reads, never raises into the scan, and
 stops between files when asked (its cache writes are atomic, so stopping
@@ -36,10 +43,9 @@ _IMPORT = re.compile(
 
 
 def import_order(tree: SourceTree) -> list[str]:
-    """The tree's files, those reachable by imports from the package's
-    ``__init__`` first (breadth first), then the rest in path order. Read
-    from the text with a regular expression: a hint of where to start, not
-    an analysis."""
+    """The tree's files reachable by imports from the package's ``__init__``,
+    breadth first. Read from the text with a regular expression: a hint of
+    where to start, not an analysis."""
     by_module = {tree.module_name(rel): rel for rel in tree.files}
     start = f"{tree.package}/__init__.py"
     order: list[str] = []
@@ -56,7 +62,6 @@ def import_order(tree: SourceTree) -> list[str]:
         except OSError:
             continue
         queue.extend(r for r in _imported(tree, rel, data, by_module) if r not in seen)
-    order.extend(rel for rel in tree.files if rel not in seen)
     return order
 
 
@@ -87,8 +92,8 @@ def _imported(tree: SourceTree, rel: str, data: bytes,
 
 
 def _warm(tree: SourceTree, cache_dir: Path, stop: Event, go: Event | None = None) -> None:
-    """The background process: parse the tree (import order) into the cache,
-    once ``go`` is set (at once without it)."""
+    """The background process: parse what the tree's ``__init__`` imports
+    into the cache (``import_order``), once ``go`` is set (at once without it)."""
     try:
         os.nice(10)  # the scan itself comes first
     except OSError:
