@@ -162,14 +162,14 @@ def _analyse(opts: ScanOptions) -> Analysis:
         # the ones asked for (memo.narrow), so one result answers both
         # linking reads neither the archs, the method nor the model: scans that
         # differ only there link from one another's records (memo.results)
-        family = (str(tree.root), tree.package, opts.kernels, opts.prefilter,
-                  str(kernel_tree.root) if kernel_tree is not None else None,
+        family = (disk.tree_key(tree.root, cache_dir), tree.package, opts.kernels, opts.prefilter,
+                  disk.tree_key(kernel_tree.root, cache_dir) if kernel_tree is not None else None,
                   cubins.key if cubins is not None else None,
                   compiled.key if compiled is not None else None)
         memo = ScanMemo(cache_dir, (
-            str(tree.root), tree.package, tuple(a.name for a in opts.archs), opts.quantization,
-            (), opts.kernels, opts.prefilter,
-            str(kernel_tree.root) if kernel_tree is not None else None,
+            disk.tree_key(tree.root, cache_dir), tree.package, tuple(a.name for a in opts.archs),
+            opts.quantization, (), opts.kernels, opts.prefilter,
+            disk.tree_key(kernel_tree.root, cache_dir) if kernel_tree is not None else None,
             cubins.key if cubins is not None else None,
             compiled.key if compiled is not None else None,
             *((model.key(),) if model is not None else ())),

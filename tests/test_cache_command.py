@@ -183,3 +183,39 @@ def test_a_tree_extracted_again_has_the_same_stat(tmp_path: Path) -> None:
     # the tree, and the wheel's sha256 remembered by its stat
     assert [e.kind for e in disk.entries(cache) if disk.remove(e)] == ["trees", "binaries"]
     assert stats() == first
+
+
+def test_a_moved_cache_still_answers(tmp_path: Path) -> None:
+    """A tree extracted from a wheel lives in the cache, and is keyed by its
+    path inside it: the cache moved elsewhere (a CI cache restored under
+    another path) reuses the stored result instead of linking afresh."""
+    import shutil
+    import zipfile
+
+    from fixturetree import fixture
+
+    from guardscan.driver import ScanOptions, analyse
+
+    package = fixture("roles_gate") / "sglang"
+    wheel = tmp_path / "sglang-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(package.rglob("*.py")):
+            archive.write(path, f"sglang/{path.relative_to(package).as_posix()}")
+        archive.writestr("sglang-1.0.dist-info/METADATA",
+                         "Metadata-Version: 2.1\nName: sglang\nVersion: 1.0\n")
+        archive.writestr("sglang-1.0.dist-info/RECORD", "")
+
+    def scan(cache: Path) -> tuple[str, str]:
+        analysis = analyse(ScanOptions(target=str(wheel), kernels=False, offline=True,
+                                       cache_dir=cache))
+        return analysis.cache, json.dumps(analysis.result.to_json(), sort_keys=True)
+
+    first, reference = scan(tmp_path / "a")
+    assert first == "no stored result"
+    assert disk.tree_key(next((tmp_path / "a" / "trees").iterdir()), tmp_path / "a") \
+        .startswith("<cache>/trees/sglang-1.0-py3-none-any-")
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    moved, result = scan(tmp_path / "b")
+    assert moved.startswith("reused"), moved
+    assert result == reference
+    assert disk.tree_key(package, tmp_path / "b") == str(package)  # outside the cache

@@ -53,6 +53,7 @@ __all__ = [
     "limit",
     "parse_size",
     "remove",
+    "tree_key",
 ]
 
 #: the kinds of entry, in the order they are listed
@@ -88,6 +89,17 @@ def parse_size(text: str) -> int:
     if match is None:
         raise LimitError(f"not a size: {text!r} (bytes, or a number with K, M, G or T)")
     return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def tree_key(root: Path, cache_dir: Path) -> str:
+    """A tree's root as a part of a cache key: a tree inside the cache (one
+    extracted from a wheel) by its path relative to the cache, so a cache
+    moved, copied or restored under another path still answers; any other
+    tree by its absolute path."""
+    where, cache = root.absolute(), cache_dir.absolute()
+    if where.is_relative_to(cache):
+        return f"<cache>/{where.relative_to(cache).as_posix()}"
+    return str(root)
 
 
 def limit(env: dict[str, str] | None = None) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from guardscan.acquire import SourceTree
 from guardscan.index import FACTS_VERSION, store_pickle
+from guardscan.memo.disk import tree_key
 from guardscan.memo.results import _code_fingerprint, _stat_tree
 from guardscan.predicate import Tri
 from guardscan.results import Evidence
@@ -53,7 +54,8 @@ class KernelAnswers:
         from guardscan import __version__
 
         digest = hashlib.sha256(repr((__version__, FACTS_VERSION, _code_fingerprint(),
-                                      str(kernel_tree.root), kernel_tree.package)
+                                      tree_key(kernel_tree.root, cache_dir),
+                                      kernel_tree.package)
                                      + ((companions,) if companions else ())
                                      + ((archs,) if archs else ())).encode())
         self.path = cache_dir / "kernels" / f"{digest.hexdigest()}.pickle"
