@@ -105,6 +105,10 @@ class CppLibrary:
         self.data_dir = f"{package}/data"
         self.cache_dir = cache_dir / "cpp" if cache_dir is not None else None
         self._facts: dict[str, CppFileFacts | None] = {}
+        #: where each ``#include`` of a file's directory leads (``_include``):
+        #: the same headers are included from many sources, each candidate
+        #: path a ``stat``
+        self._includes: dict[tuple[str, str], str | None] = {}
         #: (rel, reason) of files that could not be read
         self.failures: dict[str, str] = {}
 
@@ -169,8 +173,14 @@ class CppLibrary:
         return None
 
     def _include(self, name: str, current: str) -> str | None:
-        clean = PurePosixPath(name)
         here = PurePosixPath(current).parent
+        key = (name, str(here))
+        if key not in self._includes:
+            self._includes[key] = self._find_include(name, here)
+        return self._includes[key]
+
+    def _find_include(self, name: str, here: PurePosixPath) -> str | None:
+        clean = PurePosixPath(name)
         candidates = [here / clean, *(PurePosixPath(self.data_dir) / d / clean for d in (
             "include", "csrc", "csrc/nv_internal", "csrc/nv_internal/include"))]
         for candidate in candidates:
