@@ -17,7 +17,7 @@ from guardscan.predicate import (
     leaves,
 )
 from guardscan.results import OptionInfo
-from guardscan.verdict.values import about_choice
+from guardscan.verdict.values import about_choice, calling_choices, unset_while_judging
 
 __all__ = ['dirty_choices']
 
@@ -27,10 +27,11 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
     """The choices (by option dest) whose verdicts can read one of the
     ``changed`` findings or kernel calls: by the rules of ``judge``, a gate
     counts for the choices it is about, a default, doc or select for its
-    choice, an import gate for every choice, a kernel call for every choice;
-    and a choice that sets another option (an alias in ``links``, all of this
+    choice, an import gate for every choice, a kernel call for the choices
+    it is handed or singles out (``values.calling_choices``, without ``links``
+    every choice); and a choice that sets another option (an alias in ``links``, all of this
     scan's findings) reads whatever that option's choice reads."""
-    dirty = _dirty_direct(changed, options, quantization)
+    dirty = _dirty_direct(changed, options, quantization, links)
     aliases = [f for f in (*(links.findings if links is not None else ()), *changed.findings)
                if f.kind in (FindingKind.ALIAS, FindingKind.RENAME) and f.option and f.choice
                and len(f.target) == 2]
@@ -42,7 +43,7 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
 
 
 def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
-                  ) -> dict[str, set[str]]:
+                  links: Links | None = None) -> dict[str, set[str]]:
     dirty: dict[str, set[str]] = {}
     options = list(options)
     by_dest = {o.dest: o for o in options}
@@ -66,8 +67,13 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
         else:
             dirty.setdefault(opt.dest, set()).add(finding.choice)
     for call in changed.kernel_calls:
-        if call.option in by_dest:
-            dirty.setdefault(call.option, set()).update(by_dest[call.option].choices)
+        opt = by_dest.get(str(call.option))
+        if opt is None:
+            continue
+        dirty.setdefault(opt.dest, set()).update(
+            calling_choices(call, opt.dest, opt.choices, quantization,
+                            unset_while_judging(links, opt.dest)) if links is not None
+            else opt.choices)
     # an option that stands in for another gets copies of the findings made
     # under its marked tests (``link.shared_values``), after the units: its
     # choices read the changed ones as they read their copies
@@ -84,6 +90,6 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
         share_links(changed, {primary: ((other, "", 0),)},
                     {other: by_dest[other].choices}, into=copies)
     if copies.findings or copies.kernel_calls:
-        for dest, choices in _dirty_direct(copies, options, quantization).items():
+        for dest, choices in _dirty_direct(copies, options, quantization, links).items():
             dirty.setdefault(dest, set()).update(choices)
     return dirty

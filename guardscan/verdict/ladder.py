@@ -34,7 +34,14 @@ from guardscan.verdict.rules import gate as gate_rule
 from guardscan.verdict.rules import rule_for
 from guardscan.verdict.rules.kernels import carried_scope, for_choice, judge_kernels, kernel_helpers
 from guardscan.verdict.rules.requires import companions
-from guardscan.verdict.values import Shared, Values, about_sets, holding, raises_for
+from guardscan.verdict.values import (
+    Shared,
+    Values,
+    about_sets,
+    holding,
+    raises_for,
+    unset_while_judging,
+)
 
 __all__ = ["judge"]
 
@@ -66,10 +73,7 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
     calls = [carried_scope(c) if quantization is None and c.backends else c
              for c in links.kernel_calls if c.option == option.dest]
     about: dict[int, frozenset[str]] | None = None
-    # while one option is judged the others hold their defaults (a launch that
-    # sets only this flag), and its twins that fall back to it are not given
-    unset = {dest: value for dest, value in links.defaults.items() if dest != option.dest}
-    unset.update({twin: "" for twin in links.unset.get(option.dest, ())})
+    unset = unset_while_judging(links, option.dest)
     shared = Shared(option.dest, unset, links.modes, kernels.installed(),
                     links.checkpoint_methods, model)
     out: list[BackendVerdict] = []

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from guardscan.arch import Arch
 from guardscan.link import (
     GATE_KINDS,
     Finding,
+    KernelCall,
+    Links,
 )
 from guardscan.model_facts import ModelFacts, ModelView, phrase
 from guardscan.predicate import (
@@ -31,7 +34,7 @@ from guardscan.predicate_dag import Fold
 from guardscan.predicate_dag import value as _value
 from guardscan.results import OptionInfo
 
-__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'holding', 'method_condition', 'possible', 'raises_for', 'specific', 'undecided_atoms']
+__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'calling_choices', 'holding', 'method_condition', 'possible', 'raises_for', 'specific', 'undecided_atoms', 'unset_while_judging']
 
 
 def possible(pred: Predicate, ctx: Context) -> bool:
@@ -82,6 +85,27 @@ def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | 
                 options={**(unset or {}), option.dest: members[0]}, quantization=quantization))
             for c in members)
     return about
+
+
+def unset_while_judging(links: Links, dest: str) -> dict[str, str]:
+    """The other options while ``dest`` is judged: each holds its default (a
+    launch that sets only this flag), and the twins that fall back to
+    ``dest`` are not given."""
+    unset = {other: value for other, value in links.defaults.items() if other != dest}
+    unset.update({twin: "" for twin in links.unset.get(dest, ())})
+    return unset
+
+
+def calling_choices(call: KernelCall, dest: str, choices: tuple[str, ...],
+                    quantization: str | None, unset: Mapping[str, str]) -> set[str]:
+    """The choices of ``dest`` whose verdicts read the kernel call: those it
+    is handed as ``backend=`` strings, else those its condition singles out
+    (``specific``, as the judge picks each choice's calls)."""
+    if call.backends:
+        return set(dict(call.backends)).intersection(choices)
+    every = frozenset(choices)
+    return {choice for choice in choices if specific(call.condition, Context(
+        options={**unset, dest: choice}, quantization=quantization), every)}
 
 
 def specific(cond: Predicate, ctx: Context, every: frozenset[str]) -> bool:
