@@ -57,6 +57,9 @@ class Index:
         #: the whole tree's text in one buffer, once a whole-tree pre-filter
         #: had to read most of it (it then holds the text ``_data`` held)
         self._whole: WholeText | None = None
+        #: the buffer is to be built once a search must read many files
+        #: (``release_text(keep_whole=True)``)
+        self._whole_wanted = False
         #: sha256 of each file's bytes as first read (for the result cache)
         self._digests: dict[str, str] = {}
         #: ``text_answer``'s answers, by file and reader (the files do not
@@ -200,10 +203,11 @@ class Index:
 
     def release_text(self, keep_whole: bool = False) -> None:
         """Stop keeping raw bytes and split lines (they are read again from
-        disk when needed); ``keep_whole``: but the whole tree's buffer stays,
-        built now if it was not, for the whole-tree pre-filters still to come."""
-        if keep_whole and self._whole is None and self.prefilter:
-            self._whole_text()
+        disk when needed); ``keep_whole``: but the whole tree's buffer stays
+        for the whole-tree pre-filters still to come, or is built once one
+        must read more than ``_WHOLE_FROM`` files (after an edit, the earlier
+        scan answers most of them, and the buffer is often never needed)."""
+        self._whole_wanted = keep_whole and self.prefilter
         self.keep_text = False
         self._data = {rel: None for rel, data in self._data.items() if data is None}
         self._lines.clear()
@@ -244,7 +248,7 @@ class Index:
         # the files not answered by an earlier scan: asked of the whole
         # tree's buffer when most of the tree is asked, else file by file
         if todo and self.prefilter and (self._whole is not None or (
-                asked is None and len(todo) > _WHOLE_FROM)):
+                (asked is None or self._whole_wanted) and len(todo) > _WHOLE_FROM)):
             whole = self._whole_text()
             if asked is None and len(todo) > _WHOLE_FROM:
                 hits = whole.matching(regex, words)

@@ -111,8 +111,8 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     links.add(units.unit(("quantization", quant.paths_digest()), quant.scan_escapes,
                          quant.escapes_state()))
     # the per-file text goes; the whole tree's buffer (a temporary file, 68 MB
-    # for sglang 0.5.23) stays for the pre-filters that following calls and
-    # subclass searches ask
+    # for sglang 0.5.23) stays, or is built once needed, for the pre-filters
+    # that following calls and subclass searches ask
     index.release_text(keep_whole=True)
     quant_files = sorted({rel for rel, _ in quant.context} - set(candidates))
     for rel in [*candidates, *quant_files]:
