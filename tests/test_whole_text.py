@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardscan.index import trie_pattern, whole_text
+from guardscan.index.regex_words import required_words
 from guardscan.index.whole_text import (
     CHUNK,
     WholeText,
     edge_sensitive,
     plain_literal,
-    required_word,
     word_only,
     words_of,
 )
@@ -137,9 +137,11 @@ def test_the_words_answer_as_each_file_alone(files: list[bytes], case: tuple[byt
         patch.setattr(whole_text, "WORDS_PER_S", float("inf") if built else 1e-30)
         whole = WholeText(named, chunk=chunk)
         assert whole.matching(regex, words) == {rel for rel, data in named if regex.search(data)}
-    usable = words or plain_literal(regex) is not None or required_word(regex) is not None
-    # no text at all: the words cost nothing, and are built at once
-    assert (whole._words is not None) == (usable and (built or not any(files))), pattern
+    usable = words or plain_literal(regex) is not None or required_words(regex) is not None
+    # an alternation of words builds them at once; with no text at all, the
+    # words cost nothing, and are built at once too
+    eager = words and plain_literal(regex) is None
+    assert (whole._words is not None) == (usable and (built or eager or not any(files))), pattern
     for rel, data in named:
         assert whole.matches(regex, rel, words) == bool(regex.search(data))
 
@@ -163,6 +165,20 @@ def test_words_are_built_once_the_text_searches_cost_as_much(monkeypatch) -> Non
     assert whole._words._words is None  # the words never get words of their own
 
 
+def test_an_alternation_of_words_builds_the_words_at_once(monkeypatch) -> None:
+    """A trie of word-only needles (``Index.grep``) is a slow search of the
+    text: the words are built for it before any text search is timed."""
+    monkeypatch.setattr(whole_text, "WORDS_PER_S", 1e-30)  # the words never pay off
+    whole = WholeText([("a.py", b"class A(Base): pass\n"), ("b.py", b"import os\n")])
+    assert whole.matching(re.compile(rb"Base"), True) == {"a.py"}  # a plain string: the text
+    assert whole._words is None
+    trie = re.compile(trie_pattern([b"import", b"Base"]))
+    assert whole.matching(trie, True) == {"a.py", "b.py"}
+    assert whole._words is not None
+    # a pattern that holds one of a few words asks the words first
+    assert whole.matching(re.compile(rb"(?:class|import)\s+os")) == {"b.py"}
+
+
 def test_a_pattern_is_searched_once(monkeypatch) -> None:
     whole = WholeText([("a.py", b"Base"), ("b.py", b"x")])
     calls = []
@@ -182,35 +198,48 @@ def test_words_of_a_file() -> None:
 
 def test_required_words() -> None:
     cases = {
-        rb"sglang\.srt\.layers\.moe\.moe_runner(?:\ import|\.aiter)": b"moe_runner",
-        rb"TRTLLMMLABackend\(": b"TRTLLMMLABackend",
-        rb"abcd?": b"abc",  # the optional byte dropped
-        rb"abcd*e": b"abc",
-        rb"abcd+": b"abc",
-        rb"abcd{2}": b"abc",
-        rb"abcd(e|f)": b"abcd",  # an alternation inside a group
-        rb"abcd\n": b"abcd",
-        rb"@[\w.]*register\w*\(": None,  # no word begins it
-        rb"abc|defgh": None,  # either side may match alone
-        rb"abc[|]d|efgh": None,
-        rb"(?:a|b)xyz": None,
-        rb"ab": None,  # too short to be worth a search
-        rb"x\wyyyy": None,
-        rb"^abcd": None,
+        rb"sglang\.srt\.layers\.moe\.moe_runner(?:\ import|\.aiter)": {b"moe_runner"},
+        rb"TRTLLMMLABackend\(": {b"TRTLLMMLABackend"},
+        rb"abcd?": {b"abc"},  # the optional byte dropped
+        rb"abcd*e": {b"abc"},
+        rb"abcd+": {b"abc"},
+        rb"abcd{2}": {b"abc"},
+        rb"abcd(e|f)": {b"abcd"},  # an alternation inside a group
+        rb"abcd\n": {b"abcd"},
+        rb"@[\w.]*register\w*\(": {b"register"},  # after what no word begins
+        rb"abc|defgh": {b"abc", b"defgh"},  # either side may match alone: one of them
+        rb"abc[|]d|efgh": {b"abc", b"efgh"},
+        rb"(?:a|b)xyz": {b"xyz"},
+        rb"x\wyyyy": {b"yyyy"},
+        rb"^abcd": {b"abcd"},
+        rb"(?:ATTENTION_CHOICES\.|SAMPLING\.)": {b"ATTENTION_CHOICES", b"SAMPLING"},
+        rb"=\s*[\w.]*(?:linear_attn_backend|mamba_backend)\b": {b"linear_attn_backend",
+                                                               b"mamba_backend"},
+        rb"(?:ab){2}cde": {b"cde"},
+        rb"x*(?:abcd)+": {b"abcd"},
+        rb"(?>abcd)e": {b"abcd"},
+        rb"abc(?=def)": {b"abc"},  # a lookahead holds no word of the match
+        # longer words win over shorter ones, a single word over a set
+        rb"abc_defg|hij_klmn": {b"abc_defg", b"hij_klmn"},
+        rb"abc\.defghi": {b"defghi"},
     }
-    for pattern, word in cases.items():
-        assert required_word(re.compile(pattern)) == word, pattern
-    assert required_word(re.compile(rb"abcd", re.IGNORECASE)) is None
-    assert required_word(re.compile(rb"abc[|]def")) == b"abc"
+    for pattern, words in cases.items():
+        assert required_words(re.compile(pattern)) == words, pattern
+    for pattern in (rb"ab", rb"abc|x", rb"x\w*|abc", rb"(abc)?d", rb"(a)bcd\1",
+                    rb"(?i:abcd)e", rb"(?:abc){0,3}"):
+        assert required_words(re.compile(pattern)) is None, pattern
+    assert required_words(re.compile(rb"abcd", re.IGNORECASE)) is None
+    assert required_words(re.compile(rb"abc[|]def")) == {b"abc"}
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.lists(st.sampled_from([b"ab", b"c", b"d", b"|", b".", b"(", b"e", b"abcd"]),
+@given(text=st.lists(st.sampled_from([b"ab", b"c", b"d", b"|", b".", b"(", b"e", b"abcd", b"xyz_"]),
                      max_size=8).map(b"".join),
        pattern=st.sampled_from([rb"abcd?e", rb"ab\.c(?:d|e)", rb"abc[|]d", rb"abcd*",
-                                rb"abc(?:d|\.)", rb"ab(c|d)"]))
-def test_a_match_holds_its_required_word(text: bytes, pattern: bytes) -> None:
+                                rb"abc(?:d|\.)", rb"ab(c|d)", rb"abc|xyz_", rb"(?:abcd|xyz_)+e",
+                                rb"[.(]*(?:ab(?:cd|c\.)|xyz)"]))
+def test_a_match_holds_one_of_its_required_words(text: bytes, pattern: bytes) -> None:
     regex = re.compile(pattern)
-    word = required_word(regex)
-    if regex.search(text) and word is not None:
-        assert word in text
+    words = required_words(regex)
+    if regex.search(text) and words is not None:
+        assert any(word in text for word in words)

@@ -34,7 +34,9 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import IO
 
-__all__ = ["CHUNK", "WORDS_PER_S", "WholeText", "edge_sensitive", "plain_literal", "required_word", "word_only",
+from guardscan.index.regex_words import required_words
+
+__all__ = ["CHUNK", "WORDS_PER_S", "WholeText", "edge_sensitive", "plain_literal", "word_only",
            "words_of"]
 
 #: between two files: no pattern of the pre-filters matches a NUL
@@ -87,68 +89,6 @@ def words_of(data: bytes) -> bytes:
     exactly when it occurs here: each of its occurrences lies inside one run,
     and a space never matches it."""
     return b" ".join(dict.fromkeys(data.translate(_TO_SPACE).split()))
-
-
-#: what may follow a literal byte in a pattern: ``*``, ``?`` and ``{`` make
-#: that byte optional
-_REPEATS = frozenset(b"*+?{")
-
-
-def required_word(regex: re.Pattern[bytes]) -> bytes | None:
-    """The longest word (word bytes, at least 3) of the literal bytes that
-    begin ``regex``'s pattern, when every match of it begins with them: no
-    flag, no ``|`` outside a group, the last byte dropped when a repeat
-    follows it (``moe_runner`` of ``sglang\\.srt\\.layers\\.moe\\.moe_runner(?:\\ import|...)``).
-    A file that matches holds that word; ``None`` where none is certain."""
-    pattern = regex.pattern
-    if regex.flags or _top_level_alternation(pattern):
-        return None
-    literal = bytearray()
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == 0x5C:  # a backslash: an escaped punctuation byte is itself
-            if i + 1 < len(pattern) and not chr(pattern[i + 1]).isalnum():
-                literal.append(pattern[i + 1])
-                i += 2
-                continue
-            break
-        if c in _SPECIAL:
-            break
-        literal.append(c)
-        i += 1
-    if i < len(pattern) and pattern[i] in _REPEATS and literal:
-        literal.pop()
-    runs = bytes(literal).translate(_TO_SPACE).split()
-    best = max(runs, key=len, default=b"")
-    return best if len(best) >= 3 else None
-
-
-def _top_level_alternation(pattern: bytes) -> bool:
-    """Whether ``pattern`` has a ``|`` outside every group and class."""
-    depth = 0
-    i = 0
-    in_class = False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == 0x5C:
-            i += 2
-            continue
-        if in_class:
-            in_class = c != 0x5D
-        elif c == 0x5B:
-            in_class = True
-            # a ']' first in a class is one of its bytes
-            if pattern[i + 1:i + 2] == b"]" or pattern[i + 1:i + 3] == b"^]":
-                i += 2 if pattern[i + 1:i + 2] == b"]" else 3
-        elif c == 0x28:
-            depth += 1
-        elif c == 0x29:
-            depth -= 1
-        elif c == 0x7C and depth <= 0:
-            return True
-        i += 1
-    return False
 
 
 def edge_sensitive(pattern: bytes) -> bool:
@@ -241,22 +181,27 @@ class WholeText:
         return self._words
 
     def _search_all(self, regex: re.Pattern[bytes], words: bool) -> set[str]:
-        """``_matching`` of the text; or, once the searches that could use the
-        files' words have cost what building them would (``WORDS_PER_S``), of
-        the words for a word-only pattern, and for a pattern every match of
-        which holds a word (``required_word``: ``TRTLLMMLABackend\\(``), of
-        the files whose words hold it, each file then searched on its own."""
-        required = None if words else required_word(regex)
+        """``_matching`` of the text; or of the files' words, for a word-only
+        pattern, and for a pattern every match of which holds one of a few
+        words (``regex_words.required_words``: ``TRTLLMMLABackend\\(``),
+        of the files whose words hold one, each file then searched on its
+        own. The words are built at the first word-only pattern that is not
+        a plain string (an alternation of words searches the text about as
+        slowly as building them), else once the searches that could use them
+        have cost what building them would (``WORDS_PER_S``)."""
+        required = None if words else required_words(regex)
         if self._is_words or (not words and required is None):
             return self._matching(regex)
-        if self._words is None and self._word_seconds < self.size / WORDS_PER_S:
+        if self._words is None and not (words and plain_literal(regex) is None) and \
+                self._word_seconds < self.size / WORDS_PER_S:
             started = time.perf_counter()
             found = self._matching(regex)
             self._word_seconds += time.perf_counter() - started
             return found
         if required is None:
             return self.words()._matching(regex)
-        holding = self.words().matching(re.compile(re.escape(required)))
+        holding = self.words().matching(re.compile(b"|".join(map(re.escape, sorted(required)))),
+                                        True)
         return {rel for rel in self.rels if rel in holding and self.matches(regex, rel)}
 
     def data(self, rel: str) -> bytes:
