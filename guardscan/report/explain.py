@@ -16,7 +16,6 @@ arch (the scan's default lines, ``verdict.auto``), each with its own verdict. A 
 from __future__ import annotations
 
 import difflib
-import json
 import textwrap
 from typing import IO
 
@@ -28,6 +27,7 @@ from guardscan.report.answer import (
     describe_fact,
     platform_source,
 )
+from guardscan.report.json_text import dumps_indented
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 from guardscan.verdict.auto import auto_targets
 from guardscan.verdict.rules.default import AUTO
@@ -204,5 +204,5 @@ def _json(result: ScanResult, matches: list[BackendVerdict], stream: IO[str]) ->
         "quantization": result.quantization,
         "backends": entries,
     }
-    json.dump(data, stream, indent=2)
+    stream.write(dumps_indented(data))
     stream.write("\n")

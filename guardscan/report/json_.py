@@ -7,10 +7,10 @@ no report carries a local path such as the download cache's.
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any
 
 from guardscan.report import register
+from guardscan.report.json_text import dumps_indented
 from guardscan.results import PackageRef, ScanResult
 
 __all__ = ["portable", "render_json"]
@@ -30,5 +30,5 @@ def render_json(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
     data["kernels"] = [portable(k) for k in result.kernels]
     if result.notes:
         data["notes"] = [note.text for note in result.notes]
-    json.dump(data, stream, indent=2, sort_keys=False)
+    stream.write(dumps_indented(data))
     stream.write("\n")

@@ -25,7 +25,6 @@ verdict's result.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -34,6 +33,7 @@ from guardscan.evidence import FactKind, arg
 from guardscan.report import register
 from guardscan.report.answer import FieldNote, deciding_evidence, field_notes
 from guardscan.report.json_ import portable
+from guardscan.report.json_text import dumps_indented
 from guardscan.results import (
     BackendVerdict,
     Diagnostic,
@@ -70,7 +70,7 @@ _FILE_PREFIX = "file-"
 
 @register("sarif")
 def render_sarif(result: ScanResult, stream: IO[str], options: dict[str, Any]) -> None:
-    json.dump(sarif_log(result), stream, indent=2, sort_keys=False)
+    stream.write(dumps_indented(sarif_log(result)))
     stream.write("\n")
 
 
