@@ -8,10 +8,15 @@ from __future__ import annotations
 import pytest
 
 from guardscan.link import KernelCall, Links
-from guardscan.predicate import Const, Not, OptionIs, Predicate
+from guardscan.predicate import Const, Context, Not, OptionIs, Predicate, conj, disj
 from guardscan.results import OptionInfo
 from guardscan.verdict.dirty import dirty_choices
-from guardscan.verdict.values import calling_choices, unset_while_judging
+from guardscan.verdict.values import (
+    about_choice,
+    calling_choices,
+    choices_about,
+    unset_while_judging,
+)
 
 DEST = "moe_runner_backend"
 CHOICES = ("auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass")
@@ -67,3 +72,17 @@ def test_dirty_choices_of_a_changed_kernel_call() -> None:
     assert dirty_choices(changed, [OPTION], None, links) == {DEST: {"flashinfer_trtllm"}}
     # without this scan's links, every choice of the option
     assert dirty_choices(changed, [OPTION], None) == {DEST: set(CHOICES)}
+
+
+@pytest.mark.parametrize("cond", [
+    _is("triton"), Not(_is("triton")), Const(True), Const(False),
+    conj(_is("triton", "flashinfer_trtllm"), Not(_is("flashinfer_trtllm"))),
+    disj(_is("triton"), _is("deepep", dest="moe_a2a_backend")),
+])
+def test_choices_about_decides_each_choice_as_about_choice(cond: Predicate) -> None:
+    """Choices grouped by the condition's tests of the option come out as
+    each choice asked on its own."""
+    for unset in ({}, {"moe_a2a_backend": "deepep"}, {"moe_a2a_backend": "none"}):
+        one_by_one = {c for c in CHOICES if about_choice(cond, Context(
+            options={**unset, DEST: c}, quantization=None))}
+        assert choices_about(cond, DEST, CHOICES, None, unset) == one_by_one

@@ -12,12 +12,11 @@ from guardscan.link import (
 )
 from guardscan.link.shared_values import share_links
 from guardscan.predicate import (
-    Context,
     OptionIs,
     leaves,
 )
 from guardscan.results import OptionInfo
-from guardscan.verdict.values import about_choice, calling_choices, unset_while_judging
+from guardscan.verdict.values import calling_choices, choices_about, unset_while_judging
 
 __all__ = ['dirty_choices']
 
@@ -51,17 +50,15 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
         if finding.option is None:  # a method-wide quantization gate
             if finding.kind == FindingKind.QUANT_GATE and quantization is not None:
                 for each in options:
-                    dirty.setdefault(each.dest, set()).update(
-                        c for c in each.choices if about_choice(finding.condition, Context(
-                            options={each.dest: c}, quantization=quantization)))
+                    dirty.setdefault(each.dest, set()).update(choices_about(
+                        finding.condition, each.dest, each.choices, quantization))
             continue
         opt = by_dest.get(finding.option)
         if opt is None:
             continue
         if finding.kind in GATE_KINDS:
-            dirty.setdefault(opt.dest, set()).update(
-                c for c in opt.choices if about_choice(finding.condition, Context(
-                    options={opt.dest: c}, quantization=quantization)))
+            dirty.setdefault(opt.dest, set()).update(choices_about(
+                finding.condition, opt.dest, opt.choices, quantization))
         elif finding.kind == FindingKind.IMPORT or finding.choice is None:
             dirty.setdefault(opt.dest, set()).update(opt.choices)
         else:

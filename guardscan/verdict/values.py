@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from guardscan.arch import Arch
@@ -34,7 +34,7 @@ from guardscan.predicate_dag import Fold
 from guardscan.predicate_dag import value as _value
 from guardscan.results import OptionInfo
 
-__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'calling_choices', 'holding', 'method_condition', 'possible', 'raises_for', 'specific', 'undecided_atoms', 'unset_while_judging']
+__all__ = ['Shared', 'Values', 'about_choice', 'about_sets', 'calling_choices', 'choices_about', 'holding', 'method_condition', 'possible', 'raises_for', 'specific', 'undecided_atoms', 'unset_while_judging']
 
 
 def possible(pred: Predicate, ctx: Context) -> bool:
@@ -68,23 +68,27 @@ def about_choice(cond: Predicate, choice_ctx: Context) -> bool:
 
 def about_sets(findings: list[Finding], option: OptionInfo, quantization: str | None,
                 unset: dict[str, str] | None = None) -> dict[int, frozenset[str]]:
-    """The choices each gate is about (``about_choice``), by the gate's id.
-    A gate's condition depends on the choice only through its tests of this
-    option, so choices those tests cannot tell apart are decided together."""
-    about: dict[int, frozenset[str]] = {}
-    for finding in findings:
-        if finding.kind not in GATE_KINDS:
-            continue
-        tests = sorted({a.choices for a in leaves(finding.condition)
-                        if isinstance(a, OptionIs) and a.option == option.dest}, key=sorted)
-        groups: dict[tuple[bool, ...], list[str]] = {}
-        for choice in option.choices:
-            groups.setdefault(tuple(choice in t for t in tests), []).append(choice)
-        about[id(finding)] = frozenset(
-            c for members in groups.values() if about_choice(finding.condition, Context(
-                options={**(unset or {}), option.dest: members[0]}, quantization=quantization))
-            for c in members)
-    return about
+    """The choices each gate is about (``choices_about``), by the gate's id."""
+    return {id(finding): choices_about(finding.condition, option.dest, option.choices,
+                                       quantization, unset)
+            for finding in findings if finding.kind in GATE_KINDS}
+
+
+def choices_about(cond: Predicate, dest: str, choices: Iterable[str], quantization: str | None,
+                  unset: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The choices of ``dest`` for which a gate's condition can hold
+    (``about_choice``; ``unset``: the other options' values). The condition
+    depends on the choice only through its tests of ``dest``, so choices
+    those tests cannot tell apart are decided together."""
+    tests = sorted({a.choices for a in leaves(cond)
+                    if isinstance(a, OptionIs) and a.option == dest}, key=sorted)
+    groups: dict[tuple[bool, ...], list[str]] = {}
+    for choice in choices:
+        groups.setdefault(tuple(choice in t for t in tests), []).append(choice)
+    return frozenset(
+        c for members in groups.values() if about_choice(cond, Context(
+            options={**(unset or {}), dest: members[0]}, quantization=quantization))
+        for c in members)
 
 
 def unset_while_judging(links: Links, dest: str) -> dict[str, str]:
