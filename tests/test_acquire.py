@@ -641,6 +641,56 @@ def test_kernel_answers_are_dropped_when_the_library_changes(tmp_path: Path) -> 
     assert KernelAnswers(tmp_path / "cache", acquire(str(package), package.name)).stored == []
 
 
+def test_fewer_archs_borrow_the_answers_of_every_arch(tmp_path: Path) -> None:
+    """A scan of some archs after a scan of every standard arch replays that
+    scan's sequence without the other archs' questions, each answer with the
+    unreadable C++ files it depends on."""
+    import shutil
+
+    from fixturetree import FIXTURES
+
+    from guardscan.acquire import acquire
+    from guardscan.arch import standard_archs
+    from guardscan.memo.kernel_answers import KernelAnswers
+    from guardscan.predicate import Tri
+
+    root = tmp_path / "lib"
+    shutil.copytree(FIXTURES / "kernels_decorator", root)
+    package = next(p for p in root.iterdir() if p.is_dir())
+    tree = acquire(str(package), package.name)
+    cache = tmp_path / "cache"
+    every = tuple(a.name for a in standard_archs())
+    answers = KernelAnswers(cache, tree, archs=every)
+    assert not answers.borrowed
+    for target in ("pkg.fn", "pkg.other"):
+        for arch in standard_archs():
+            # only sm90's questions about pkg.other read an unreadable file
+            notes = (("csrc/x.cu", "unreadable"),) if (target, arch.name) == (
+                "pkg.other", "sm90") else ()
+            answers.record((target, None, arch, None), (Tri.of(arch.major >= 10), [], True, ""),
+                           notes)
+    answers.store()
+    assert answers.notes() == (("csrc/x.cu", "unreadable"),)
+    sm90, sm120 = (next(a for a in standard_archs() if a.name == n) for n in ("sm90", "sm120"))
+    one = KernelAnswers(cache, tree, archs=("sm120",))
+    assert one.borrowed
+    assert [key for key, _, _ in one.stored] == [("pkg.fn", None, sm120, None),
+                                                 ("pkg.other", None, sm120, None)]
+    assert one.next(("pkg.fn", None, sm120, None)) == (Tri.TRUE, [], True, "")
+    assert one.next(("pkg.other", None, sm120, None)) == (Tri.TRUE, [], True, "")
+    assert one.notes() == ()  # sm120's answers depend on no unreadable file
+    one.store()
+    assert not one.path.exists()  # replayed to the end: the scan of every arch answers
+    both = KernelAnswers(cache, tree, archs=("sm90", "sm120"))
+    for key, answer, _ in list(both.stored):
+        assert both.next(key) == answer
+    assert both.notes() == (("csrc/x.cu", "unreadable"),)
+    # another order of archs asks another sequence: it diverges at once
+    other = KernelAnswers(cache, tree, archs=("sm120", "sm90"))
+    assert other.next(("pkg.fn", None, sm120, None)) is None
+    assert other.next(("pkg.fn", None, sm90, None)) is None
+
+
 def test_kernel_answers_are_kept_per_set_of_archs(tmp_path: Path) -> None:
     """A scan asks every question for every arch it judges: scans that
     alternate between two sets of archs each replay their own sequence."""

@@ -15,7 +15,8 @@ from guardscan.arch import parse_arch, standard_archs
 from guardscan.cpp import CppLibrary, condition_predicate, read_cpp
 from guardscan.index import Index
 from guardscan.kernels.judge import LibraryJudge
-from guardscan.predicate import Context
+from guardscan.link import KernelCall
+from guardscan.predicate import TRUE, Context
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "kernels_cpp"
@@ -132,10 +133,16 @@ def test_a_deny_list_and_a_conditional_call_decide_nothing() -> None:
 
 
 def test_a_file_the_grammar_cannot_read_is_one_diagnostic() -> None:
+    """Reported once an answer depends on it (the export table read it), on
+    every arch asked, and once."""
     judge = _judge()
-    judge.library.support("flashinfer.attention.fmha_decode", parse_arch("sm120"))
-    found = [(d.path, d.code) for d in judge.diagnostics()]
-    assert found == [("flashinfer/data/csrc/broken.cu", "cpp-parse-failed")]
+    assert judge.diagnostics() == []
+    call = KernelCall("attention_backend", TRUE, "flashinfer.attention.fmha_decode",
+                      "sglang/srt/layers/attention/x.py", 1)
+    for arch in ("sm120", "sm90"):
+        judge.support(call, parse_arch(arch))
+        found = [(d.path, d.code) for d in judge.diagnostics()]
+        assert found == [("flashinfer/data/csrc/broken.cu", "cpp-parse-failed")]
 
 
 def test_facts_are_cached_per_file_content(tmp_path: Path) -> None:

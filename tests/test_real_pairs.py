@@ -206,3 +206,28 @@ def test_kernel_answers_are_replayed_exactly(sglang_059: Any, flashinfer_063: An
     assert replayed.kernel_judge._library is not None
     newer.write_bytes(b"not a pickle")
     assert run(cache).result.to_json() == reference
+
+
+def test_one_arch_after_every_arch_reads_no_kernel_library(sglang_059: Any, flashinfer_063: Any,
+                                                           tmp_path: Path) -> None:
+    """``--arch sm120`` after a scan of every arch: the kernel library's
+    answers are that scan's own for sm120 (the library is never read), and
+    the verdicts and diagnostics are those of a scan of sm120 alone without
+    the cache."""
+    from guardscan.arch import parse_arch
+    from guardscan.driver import ScanOptions, analyse
+
+    def run(cache: Path | None, archs: list[str] | None = None) -> Any:
+        return analyse(ScanOptions(target=str(sglang_059.root / "sglang"),
+                                   flashinfer=str(flashinfer_063.root / "flashinfer"),
+                                   options=["--moe-runner-backend", "--fp4-gemm-backend"],
+                                   cache_dir=cache, use_cache=cache is not None, offline=True,
+                                   full=True,
+                                   **({"archs": [parse_arch(a) for a in archs]} if archs else {})))
+
+    reference = run(None, ["sm120"]).result.to_json()
+    cache = tmp_path / "cache"
+    assert run(cache).kernel_judge._library is not None
+    one = run(cache, ["sm120"])
+    assert one.result.to_json() == reference
+    assert one.kernel_judge._library is None

@@ -36,7 +36,8 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -111,6 +112,9 @@ class CppLibrary:
         self._includes: dict[tuple[str, str], str | None] = {}
         #: (rel, reason) of files that could not be read
         self.failures: dict[str, str] = {}
+        #: the unreadable files asked for (again or for the first time) since
+        #: ``touching`` began: what a computation depended on (``kernels.judge``)
+        self.touched: set[str] = set()
 
     # -- files ---------------------------------------------------------------------------
     def _read(self, rel: str) -> bytes | None:
@@ -125,7 +129,10 @@ class CppLibrary:
     def facts(self, rel: str) -> CppFileFacts | None:
         """The facts of ``rel`` (tree-relative), None when there is no such file."""
         if rel in self._facts:
-            return self._facts[rel]
+            known = self._facts[rel]
+            if known is not None and known.failed:
+                self.touched.add(rel)
+            return known
         data = self._read(rel)
         found: CppFileFacts | None = None
         if data is not None:
@@ -136,8 +143,21 @@ class CppLibrary:
                 self._store(key, found)
             if found.failed:
                 self.failures[rel] = found.failed
+                self.touched.add(rel)
         self._facts[rel] = found
         return found
+
+    @contextmanager
+    def touching(self) -> Iterator[set[str]]:
+        """The unreadable files asked for while the block runs (a set filled
+        as it runs); they count for the enclosing block too."""
+        outer, self.touched = self.touched, set()
+        mine = self.touched
+        try:
+            yield mine
+        finally:
+            outer.update(mine)
+            self.touched = outer
 
     def _cached(self, key: str) -> CppFileFacts | None:
         if self.cache_dir is None:

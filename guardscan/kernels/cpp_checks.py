@@ -66,12 +66,18 @@ class CppChecks:
         self.resolver = resolver
         self.source_files = source_files
         self._exports: dict[str, list[tuple[str, list[str]]]] | None = None
+        #: the unreadable files the export table read (``CppLibrary.touching``):
+        #: each use of the table depends on them
+        self._exports_touched: frozenset[str] = frozenset()
 
     @property
     def exports(self) -> dict[str, list[tuple[str, list[str]]]]:
         """Export name -> the (generator, C++ sources) that export it."""
-        if self._exports is None:
-            self._exports = {}
+        if self._exports is not None:
+            self.cpp.touched.update(self._exports_touched)
+            return self._exports
+        self._exports = {}
+        with self.cpp.touching() as touched:
             for rel in self.index.grep((_TOKEN.decode(), ".cu'"), within=self.source_files):
                 table = self.resolver.symbols(self.index.tree.module_name(rel))
                 if table is None:
@@ -83,6 +89,7 @@ class CppChecks:
                     generator = f"{table.module}.{qualname}"
                     for name in self.cpp.exports(sources):
                         self._exports.setdefault(name, []).append((generator, sources))
+        self._exports_touched = frozenset(touched)
         return self._exports
 
     def _sources(self, table: ModuleSymbols, qualname: str) -> list[str]:

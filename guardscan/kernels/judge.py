@@ -62,6 +62,14 @@ class LibraryJudge(KernelJudge):
         self._answers = answers
         self._library: KernelLibrary | None = None
         self._replayed = False
+        #: the unreadable C++ files reading the library itself asked for, and
+        #: each called name's own reading (``_target``): every answer that
+        #: needs them depends on them
+        self._build_touched: frozenset[str] = frozenset()
+        self._targets: dict[str, tuple[bool, frozenset[str]]] = {}
+        #: (file, reason) of the unreadable C++ files this scan's answers
+        #: depended on, replayed ones included
+        self._notes: dict[str, str] = {}
         #: ``internal-error`` diagnostics of questions that raised
         self.faults: list[Diagnostic] = []
 
@@ -73,7 +81,29 @@ class LibraryJudge(KernelJudge):
             from guardscan.kernels.library import build_kernel_library
 
             self._library = build_kernel_library(self.index, self.cubins)
+            cpp = self._library.cpp_checks.cpp
+            self._build_touched, cpp.touched = frozenset(cpp.touched), set()
         return self._library
+
+    def _target(self, target: str) -> tuple[bool, frozenset[str]]:
+        """Whether what ``target`` supports depends on its caller's arguments
+        (``KernelLibrary.reads_arguments``), and the unreadable C++ files
+        resolving and reading it asked for; once per name."""
+        found = self._targets.get(target)
+        if found is None:
+            library = self.library
+            with library.cpp_checks.cpp.touching() as touched:
+                try:
+                    library.resolve(target)
+                    depends = library.reads_arguments(target)
+                except Exception:  # noqa: BLE001 - asked without them; the question reports it
+                    depends = False
+            found = self._targets[target] = (depends, frozenset(touched))
+        return found
+
+    def _notes_of(self, touched: frozenset[str] | set[str]) -> Notes:
+        failures = self.library.cpp_checks.cpp.failures
+        return tuple(sorted((rel, failures[rel]) for rel in touched if rel in failures))
 
     def covers(self, call: KernelCall) -> bool:
         return call.target == self.package or call.target.startswith(self.package + ".")
@@ -96,19 +126,27 @@ class LibraryJudge(KernelJudge):
                 for (target, backend, old_arch, args), *_ in answers.asked:
                     self._compute(str(target), backend if isinstance(backend, str) else None,
                                   cast(Arch, old_arch), cast(Args, args))
+            # what the answer depends on among the unreadable C++ files: the
+            # library's own reading, the called name's, the question's; the
+            # same whatever was asked before (``memo.kernel_answers``)
+            _, for_target = self._target(call.target)
+            cpp = self.library.cpp_checks.cpp
             try:
-                value, chain, resolved, delegate = self._compute(call.target, call.backend, arch,
-                                                                 key[3])
+                with cpp.touching() as touched:
+                    value, chain, resolved, delegate = self._compute(
+                        call.target, call.backend, arch, key[3])
             except Exception as exc:  # noqa: BLE001 - one kernel question never stops the scan
                 # undecided, reported, and not stored: a later scan asks again
                 self.faults.append(internal_error(
                     call.rel, call.line, f"the kernel question `{call.target}` on {arch.name}",
                     exc))
+                self._notes.update(self._notes_of(self._build_touched | for_target | touched))
                 self._memo[key] = (Tri.UNKNOWN, [])
                 return self._memo[key]
+            notes = self._notes_of(self._build_touched | for_target | touched)
+            self._notes.update(notes)
             if answers is not None:
-                answers.record(key, (value, list(chain), resolved, delegate),
-                               tuple(self.library.cpp_checks.diagnostics_args()))
+                answers.record(key, (value, list(chain), resolved, delegate), notes)
         if not resolved:
             self.unresolved.setdefault(call.target, (call.rel, call.line))
         self._memo[key] = (value, list(chain))
@@ -142,10 +180,7 @@ class LibraryJudge(KernelJudge):
             stored = self._answers.depends if self._answers is not None else {}
             depends = stored.get(call.target)
             if depends is None:
-                try:
-                    depends = self.library.reads_arguments(call.target)
-                except Exception:  # noqa: BLE001 - asked without them; the question reports it
-                    depends = False
+                depends = self._target(call.target)[0]
                 if self._answers is not None:
                     self._answers.depends[call.target] = depends
             self._depends[call.target] = depends
@@ -177,10 +212,10 @@ class LibraryJudge(KernelJudge):
     def diagnostics(self) -> list[Diagnostic]:
         library = f"{self.package} {self.index.tree.version or ''}".rstrip()
         cubins = self.cubins.diagnostics if self.cubins is not None else ()
-        # the library's own account when it was read, else the one the
-        # answers replayed from the cache carry: the same either way
-        unread = self._library.cpp_checks.diagnostics_args() if self._library is not None \
-            else self._answers.notes() if self._answers is not None else ()
+        # the files the answers depended on, each answer's record (replayed
+        # from the cache, or worked out now): the same either way
+        unread = sorted({**self._notes, **dict(self._answers.notes()
+                                               if self._answers is not None else ())}.items())
         cubins = (*cubins, *(diagnostic(rel, 0, "cpp-parse-failed", reason=reason)
                              for rel, reason in unread))
         return [*self.faults, *cubins, *(

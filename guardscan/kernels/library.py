@@ -86,6 +86,9 @@ class KernelLibrary:
         self.backend_checks: dict[str, list[BackendCheck]] = {}
         self._static_done: set[str] = set()
         self._flow_done: set[str] = set()
+        #: the unreadable C++ files each module's reading asked for
+        #: (``CppLibrary.touching``): whatever reads the module again depends on them
+        self._module_touched: dict[str, frozenset[str]] = {}
         self._expanded: set[str] = set()
         self._edges: dict[str, list[Edge]] = {}
         self._table_edges: dict[str, list[Edge]] = {}
@@ -141,8 +144,14 @@ class KernelLibrary:
 
     def _scan_flow(self, module: str) -> None:
         if module in self._flow_done:
+            self.cpp_checks.cpp.touched.update(self._module_touched.get(module, ()))
             return
         self._flow_done.add(module)
+        with self.cpp_checks.cpp.touching() as touched:
+            self._read_flow(module)
+        self._module_touched[module] = frozenset(touched)
+
+    def _read_flow(self, module: str) -> None:
         self._scan_static(module)
         table = self.resolver.symbols(module)
         if table is None:
@@ -203,6 +212,7 @@ class KernelLibrary:
     def expand_module(self, module: str) -> None:
         """Read one module's dispatches, checks and call edges (once)."""
         if module in self._expanded:
+            self.cpp_checks.cpp.touched.update(self._module_touched.get(module, ()))
             return
         self._expanded.add(module)
         self._scan_flow(module)
