@@ -60,10 +60,8 @@ class _Writer:
         kind = type(value)
         if kind is str:
             out.append(encode_basestring_ascii(value))
-        elif kind is dict:
-            self._dict(value, depth)
-        elif kind is list or kind is tuple:
-            self._list(value, depth)
+        elif kind is dict or kind is list or kind is tuple:
+            self._container(value, depth, kind is dict)
         elif value is None:
             out.append("null")
         elif value is True:
@@ -77,43 +75,38 @@ class _Writer:
         else:
             raise _Other
 
-    def _dict(self, value: dict[Any, Any], depth: int) -> None:
+    def _container(self, value: Any, depth: int, keyed: bool) -> None:
         out = self.out
         if not value:
-            out.append("{}")
+            out.append("{}" if keyed else "[]")
             return
         opening, between, closing = self._marks(depth)
-        out.append("{" + opening)
-        first = True
+        if keyed:
+            out.append("{" + opening)
+            self._items(value, depth, between)
+            out[-1] = closing + "}"  # the last item's separator
+        else:
+            out.append("[" + opening)
+            self._elements(value, depth, between)
+            out[-1] = closing + "]"
+
+    def _items(self, value: dict[Any, Any], depth: int, between: str) -> None:
+        out = self.out
         for key, item in value.items():
             if type(key) is not str:
                 raise _Other
-            if first:
-                first = False
-            else:
-                out.append(between)
             if type(item) is str:
                 out.append(encode_basestring_ascii(key) + ": " + encode_basestring_ascii(item))
             else:
                 out.append(encode_basestring_ascii(key) + ": ")
                 self._value(item, depth + 1)
-        out.append(closing + "}")
+            out.append(between)
 
-    def _list(self, value: list[Any] | tuple[Any, ...], depth: int) -> None:
+    def _elements(self, value: list[Any] | tuple[Any, ...], depth: int, between: str) -> None:
         out = self.out
-        if not value:
-            out.append("[]")
-            return
-        opening, between, closing = self._marks(depth)
-        out.append("[" + opening)
-        first = True
         for item in value:
-            if first:
-                first = False
-            else:
-                out.append(between)
             if type(item) is str:
                 out.append(encode_basestring_ascii(item))
             else:
                 self._value(item, depth + 1)
-        out.append(closing + "]")
+            out.append(between)
