@@ -186,6 +186,16 @@ class Links:
     #: theirs would change says so in its conditions
     modes: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
+    def judging_context(self) -> str:
+        """What judging reads of the links besides their findings and kernel
+        calls (the options held at their defaults, the modes and their
+        choices, the twins taken as unset, the quantization methods): a
+        judged choice of an earlier scan stands only where this is the same
+        (a commit that changes only a mode's default changes no finding)."""
+        return repr((sorted(self.defaults.items()), sorted(self.modes.items()),
+                     sorted(self.unset.items()), sorted(self.quant_methods.items()),
+                     sorted(self.checkpoint_methods)))
+
     def add(self, found: Found) -> None:
         """What a unit returned."""
         self.findings.extend(found.findings)

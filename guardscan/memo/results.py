@@ -96,6 +96,8 @@ class _Reads:
 class _JudgedEntry:
     judged: dict[str, dict[str, Any]]
     token: str = ""
+    #: what judging read besides findings and calls (``Links.judging_context``)
+    context: str = ""
 
 
 #: answers per pickle in a stored link record (units: a sixteenth of it)
@@ -424,17 +426,20 @@ class ResultCache:
                 pass
             self._writer = 0
 
-    def prior_judged(self) -> dict[str, dict[str, Any]] | None:
+    def prior_judged(self, context: str) -> dict[str, dict[str, Any]] | None:
         """After a miss with the same files: the stored scan's judged choices
-        (``verdict.Judged``, by option dest and choice), if kept."""
+        (``verdict.Judged``, by option dest and choice), if kept and judged
+        in the same ``context`` (``Links.judging_context``)."""
         entry = self._entry
         if entry is None or self._source != self.path:
             return None  # a family member's choices were judged for another scan
         judged = _load(self.judged_path, _JudgedEntry)
-        return judged.judged if judged is not None and judged.token == entry.token else None
+        return judged.judged if judged is not None and judged.token == entry.token \
+            and judged.context == context else None
 
     def store(self, index: Index, kernel_tree: SourceTree | None, result: ScanResult,
               replayed: bool = False, judged: dict[str, dict[str, Any]] | None = None,
+              judged_context: str = "",
               owners: dict[Diagnostic, tuple[tuple[str, str, int], ...]] | None = None) -> None:
         """Keep ``result`` with what the scan read (``owners``: see
         ``memo.narrow``). ``replayed``: linking
@@ -489,7 +494,7 @@ class ResultCache:
         self.wait_for_writer()
         # the records first: an entry is never paired with older ones
         if store_pickle(self.reads_path, reads) and (
-                judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token))) \
+                judged is None or store_pickle(self.judged_path, _JudgedEntry(judged, token, judged_context))) \
                 and store_pickle(self.path, entry) and self.family_path is not None:
             _write_name(self.family_path, self.path.name)
 

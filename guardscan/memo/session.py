@@ -90,6 +90,7 @@ class ScanMemo:
         self._kept: KeptCatalog | None = None
         self._units: RecordingUnits | None = None
         self._judging = StoredJudging()
+        self._judging_context = ""
         #: whether an earlier scan's linking was offered (a re-analysis)
         self.reanalysis = False
         #: whether this scan stored a result (the cache's size limit is checked then)
@@ -159,13 +160,16 @@ class ScanMemo:
         return units.replayed, units.ran
 
     def judging(self, options: Iterable[OptionInfo], quantization: str | None,
-                links: Links | None = None) -> StoredJudging:
+                links: Links) -> StoredJudging:
         """The store of judged choices for this scan: the earlier scan's that
         no changed finding or kernel call can touch (``links``: this scan's
-        findings, for the choices that set other options) are given back."""
+        findings, for the choices that set other options) are given back,
+        when they were judged with the same defaults and modes
+        (``Links.judging_context``)."""
         changed = self._units.changed if self._units is not None else None
-        prior = self.results.prior_judged() if self._changes is not None and \
-            changed is not None else None
+        self._judging_context = links.judging_context()
+        prior = self.results.prior_judged(self._judging_context) \
+            if self._changes is not None and changed is not None else None
         dirty = dirty_choices(changed, options, quantization, links) \
             if prior is not None and changed is not None else {}
         self._judging = StoredJudging(prior, dirty, self._changes if prior is not None else None)
@@ -195,7 +199,8 @@ class ScanMemo:
         self.wrote = True
         self.results.store(index, kernel_tree, result,
                            replayed=replayed > 0 or self._kept is None,
-                           judged=self._judging.record, owners=owners)
+                           judged=self._judging.record, judged_context=self._judging_context,
+                           owners=owners)
 
     def close(self) -> None:
         """Wait for a background writer, if any."""
