@@ -65,9 +65,57 @@ def literal(node: ast.AST | None, consts: Mapping[str, object] | None = None) ->
     if consts and isinstance(node, ast.Name) and node.id in consts:
         return consts[node.id]
     try:
-        return ast.literal_eval(node)
+        return _literal_value(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return NOT_LITERAL
+
+
+class _Malformed(ValueError):
+    pass
+
+
+def _number(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
+        return node.value
+    raise _Malformed
+
+
+def _signed_number(node: ast.AST) -> object:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = _number(node.operand)
+        return +value if isinstance(node.op, ast.UAdd) else -value  # type: ignore[operator]
+    return _number(node)
+
+
+def _literal_value(node: ast.AST) -> object:
+    """``ast.literal_eval(node)`` for a node: the same values and the same
+    refusals, without its nested functions. Each ``literal_eval`` call makes
+    four closures that refer to one another, a cycle that a scan (its
+    collector paused) never frees: 11,209 calls kept 45k functions on a cold
+    scan of sglang 0.5.23."""
+    if isinstance(node, ast.Expression):
+        node = node.body
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal_value(e) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_literal_value(e) for e in node.elts]
+    if isinstance(node, ast.Set):
+        return {_literal_value(e) for e in node.elts}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "set" and not node.args and not node.keywords:
+        return set()
+    if isinstance(node, ast.Dict):
+        if len(node.keys) != len(node.values) or any(k is None for k in node.keys):
+            raise _Malformed
+        keys = [_literal_value(k) for k in node.keys]  # type: ignore[arg-type]
+        return dict(zip(keys, [_literal_value(v) for v in node.values]))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        left, right = _signed_number(node.left), _number(node.right)
+        if isinstance(left, (int, float)) and isinstance(right, complex):
+            return left + right if isinstance(node.op, ast.Add) else left - right
+    return _signed_number(node)
 
 
 @functools.lru_cache(maxsize=16_384)  # nodes come from ``parse_expr``'s cache, never change
