@@ -26,12 +26,13 @@ try:  # Python 3.11 and later
 except ImportError:  # pragma: no cover - Python 3.10
     _sre = importlib.import_module("sre_parse")
 
-__all__ = ["MIN_WORD", "required_words"]
+__all__ = ["MIN_WORD", "WORD_BYTES", "required_words"]
 
 #: shorter runs are too common to narrow a search
 MIN_WORD = 3
 
-_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+#: the bytes of a word (``\\w`` in ASCII)
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", _sre.MAX_REPEAT)}
 _ATOMIC = getattr(_sre, "ATOMIC_GROUP", None)
 #: items that consume nothing, or one byte of a set: they hold no word, and a
@@ -99,7 +100,7 @@ def _sequence(items: Iterable[tuple[Any, Any]]) -> frozenset[bytes] | None:
 
 def _words_of_run(run: bytearray) -> frozenset[bytes] | None:
     """The longest word in a run of literal bytes every match passes through."""
-    words = bytes(c if c in _WORD else 0x20 for c in run).split()
+    words = bytes(c if c in WORD_BYTES else 0x20 for c in run).split()
     longest = max(words, key=len, default=b"")
     return frozenset({longest}) if len(longest) >= MIN_WORD else None
 

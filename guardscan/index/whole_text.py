@@ -34,6 +34,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import IO
 
+from guardscan.index.regex_words import WORD_BYTES as _WORD
 from guardscan.index.regex_words import required_words
 
 __all__ = ["CHUNK", "WORDS_PER_S", "WholeText", "edge_sensitive", "plain_literal", "word_only",
@@ -48,9 +49,8 @@ CHUNK = 16 << 20
 #: bytes that make a pattern more than a plain string (NUL: the separator)
 _SPECIAL = frozenset(b"\\[](){}*+?|^$.#\0 \t\n\r\x0b\x0c")
 
-#: the bytes of a word: a needle made of these alone is found in a file's
-#: distinct words as surely as in its text (``words_of``)
-_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+# a needle made of word bytes alone (``WORD_BYTES``) is found in a file's
+# distinct words as surely as in its text (``words_of``)
 
 #: every byte that is not a word's, to a space
 _TO_SPACE = bytes(c if c in _WORD else 0x20 for c in range(256))
