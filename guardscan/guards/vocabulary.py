@@ -103,6 +103,7 @@ class Vocabulary:
         self._interpreter.clear()
         self.answers, self.stored, self.former = {}, {}, {}
         self._stack.recorder.reads.clear()
+        self._stack.forget_reads()
         clear_caches()
 
     # -- questions from outside ---------------------------------------------------------
