@@ -86,6 +86,13 @@ class Index:
         #: same as then: pattern -> (files asked, files matched). See ``reuse``.
         self._prior: dict[bytes, tuple[set[str], set[str]]] = {}
         self._unchanged: frozenset[str] = frozenset()
+        #: this scan's pre-filter answers by (pattern, files asked): the
+        #: tree's bytes do not change during a scan, and an incremental scan
+        #: asks the same search again for each unit it checks
+        self._greps: dict[tuple[bytes, tuple[str, ...] | None], tuple[str, ...]] = {}
+        #: the tree's files not in ``_unchanged``, in tree order (once asked)
+        self._stale: list[str] | None = None
+        self._position: dict[str, int] | None = None
         #: what an earlier scan read of each file (``seen``), for the answers
         #: of ``text_answer`` on files in ``_unchanged``. See ``reuse_reads``.
         self._prior_seen: Mapping[str, Iterable[tuple[Any, ...]]] = {}
@@ -102,6 +109,7 @@ class Index:
         the same question of the same bytes has the same answer, and the
         tree's text need not be read again to ask it."""
         self._unchanged = frozenset(unchanged)
+        self._stale = None
         for pattern, within, matches in greps:
             asked, matched = self._prior.setdefault(pattern, (set(), set()))
             asked.update(within if within is not None else self.tree.files)
@@ -232,13 +240,33 @@ class Index:
                 words: bool = False) -> list[str]:
         """Files whose bytes match the regular expression ``pattern``;
         ``words``: it matches strings of word bytes only (``WholeText.matching``)."""
-        regex = re.compile(pattern)
         asked = tuple(within) if within is not None else None
+        known = self._greps.get((pattern, asked))
+        if known is None:
+            known = self._greps[(pattern, asked)] = tuple(self._grep_re(pattern, asked, words))
+        self.grep_log.append((pattern, asked, known))
+        return list(known)
+
+    def _grep_re(self, pattern: bytes, asked: tuple[str, ...] | None, words: bool) -> list[str]:
+        regex = re.compile(pattern)
         prior_asked, prior_matched = self._prior.get(pattern, (set(), set())) \
             if self.prefilter else (set(), set())
         found = []
         todo = []
-        for rel in asked if asked is not None else self.tree.files:
+        if asked is None and prior_asked and prior_asked.issuperset(self.tree.files):
+            # the whole tree, every file asked before: the earlier answer for
+            # the unchanged files, in tree order, and the changed ones to ask
+            unchanged, positions = self._unchanged, self._positions()
+            found = sorted((rel for rel in prior_matched if rel in unchanged and rel in positions),
+                           key=positions.__getitem__)
+            stale = self._stale_files()
+            if stale:
+                found = sorted({*found, *stale}, key=positions.__getitem__)
+                todo = [(i, rel) for i, rel in enumerate(found) if rel not in unchanged]
+            asked_files: Iterable[str] = ()
+        else:
+            asked_files = asked if asked is not None else self.tree.files
+        for rel in asked_files:
             if rel in prior_asked and rel in self._unchanged:
                 if rel in prior_matched:
                     found.append(rel)
@@ -259,9 +287,20 @@ class Index:
             keep = {i for i, rel in todo if (data := self._read(rel)) is not None
                     and (not self.prefilter or regex.search(data))}
         dropped = {i for i, _ in todo} - keep
-        found = [rel for i, rel in enumerate(found) if i not in dropped]
-        self.grep_log.append((pattern, asked, tuple(found)))
-        return found
+        return [rel for i, rel in enumerate(found) if i not in dropped]
+
+    def _stale_files(self) -> list[str]:
+        """The tree's files that an earlier scan's answers do not cover."""
+        if self._stale is None:
+            unchanged = self._unchanged
+            self._stale = [rel for rel in self.tree.files if rel not in unchanged]
+        return self._stale
+
+    def _positions(self) -> dict[str, int]:
+        """Each file's place in the tree's order."""
+        if self._position is None:
+            self._position = {rel: i for i, rel in enumerate(self.tree.files)}
+        return self._position
 
     def grep(self, tokens: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
         """Files whose bytes contain any of ``tokens`` (the cheap pre-filter)."""
