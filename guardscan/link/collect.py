@@ -105,7 +105,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
         index.after_prefetch()
     links.add(units.unit(("quantization",), quant.scan, (quant.state, quant.restore_state)))
     for method in sorted(quant.methods):
-        links.add(units.unit(("quantization", method), partial(quant.scan_method, method),
+        links.add(units.unit(quant.method_key(method), partial(quant.scan_method, method),
                              quant.path_state(method)))
     # keyed by the functions and classes on the paths: what it starts from
     links.add(units.unit(("quantization", quant.paths_digest()), quant.scan_escapes,

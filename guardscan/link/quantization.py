@@ -138,6 +138,13 @@ class QuantizationMethods:
         self.add_path(method, piece)
         return Found()
 
+    def method_key(self, method: str) -> tuple[str, ...]:
+        """What ``method``'s path starts from (its unit's key, after
+        ``scan``): the method, its config class (a method table that maps it
+        to another class walks another path) and the quantization packages
+        walked."""
+        return ("quantization", method, *self.methods[method], *sorted(self.dirs))
+
     def path_state(self, method: str) -> UnitState:
         """How the unit of ``method``'s path is taken, and restored (added)."""
         return (lambda: self._pieces[method], lambda piece: self.add_path(method, piece))
@@ -156,7 +163,8 @@ class QuantizationMethods:
         ``scan_escapes`` starts from): its unit's key, so that a path that
         changes links it again."""
         keys = sorted([*(("f", *k) for k in self.context), *(("c", *k) for k in self.built)])
-        return "escapes " + hashlib.sha256(repr(keys).encode()).hexdigest()[:16]
+        return "escapes " + hashlib.sha256(repr((keys, sorted(self.dirs))).encode()
+                                           ).hexdigest()[:16]
 
     def scan_escapes(self) -> Found:
         """After every method's path: what code outside them runs too."""

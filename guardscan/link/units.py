@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["QuantCondition", "UnitKey", "UnitState", "Units"]
 
 #: ("file", rel), ("follow", rel), ("registered", rel), ("table", rel), ("named", dest, choice, rel),
-#: ("quantization",) (the method tables), ("quantization", method) (one method's
+#: ("quantization",) (the method tables), ("quantization", method, rel, class, *dirs) (one method's
 #: path), ("quantization", "escapes DIGEST") (what code outside the methods runs too)
 UnitKey = tuple[str, ...]
 #: how to take, and restore, what a unit leaves for later units

@@ -13,6 +13,7 @@ from guardscan.link import (
 from guardscan.link.shared_values import share_links
 from guardscan.predicate import (
     OptionIs,
+    Predicate,
     leaves,
 )
 from guardscan.results import OptionInfo
@@ -41,6 +42,19 @@ def dirty_choices(changed: Links, options: Iterable[OptionInfo], quantization: s
     return dirty
 
 
+def named_choices(cond: Predicate, dest: str, choices: Iterable[str]) -> set[str]:
+    """The choices of ``dest`` that the condition's tests of it name.
+
+    >>> from guardscan.predicate import conj, neg
+    >>> gate = conj(OptionIs("moe", frozenset({"marlin", "x"})), neg(OptionIs("a", frozenset({"b"}))))
+    >>> sorted(named_choices(neg(gate), "moe", ("marlin", "triton")))
+    ['marlin']
+    """
+    named = {c for a in leaves(cond) if isinstance(a, OptionIs) and a.option == dest
+             for c in a.choices}
+    return named.intersection(choices)
+
+
 def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: str | None,
                   links: Links | None = None) -> dict[str, set[str]]:
     dirty: dict[str, set[str]] = {}
@@ -59,6 +73,11 @@ def _dirty_direct(changed: Links, options: Iterable[OptionInfo], quantization: s
         if finding.kind in GATE_KINDS:
             dirty.setdefault(opt.dest, set()).update(choices_about(
                 finding.condition, opt.dest, opt.choices, quantization))
+            if quantization is None:
+                # without a method, a gate that spares a choice by naming it
+                # (``not backend in {marlin}``) can set another method's gate
+                # aside for it (``checkpoint.exempting_methods``)
+                dirty[opt.dest].update(named_choices(finding.condition, opt.dest, opt.choices))
         elif finding.kind == FindingKind.IMPORT or finding.choice is None:
             dirty.setdefault(opt.dest, set()).update(opt.choices)
         else:
