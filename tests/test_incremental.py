@@ -498,7 +498,7 @@ def test_an_edit_on_one_methods_path_links_that_method_again(
         before = self.ran
         found = unit(self, key, *args)
         if self.ran > before and key[0] == "quantization":
-            ran.append(key)
+            ran.append(key[:2])  # the method (its key goes on: config class, packages)
         return found
 
     monkeypatch.setattr(RecordingUnits, "unit", logged)
