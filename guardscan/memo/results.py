@@ -160,6 +160,36 @@ def _stat_tree(tree: SourceTree) -> dict[str, Stat]:
     return stats
 
 
+#: the kernel library's C, C++ and CUDA text, which its C++ reader reads by
+#: path (``cpp.link.CppLibrary``) beside the Python files of ``tree.files``
+_CPP_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".inc", ".c", ".cc", ".cpp",
+                 ".cxx")
+
+
+def kernel_stats(tree: SourceTree) -> dict[str, Stat]:
+    """The stat of every file the kernel stage may read: the library's Python
+    files and its C/C++/CUDA text. A file written in the last ``RACY_NS``
+    may be written again without its stat moving, so then the snapshot
+    holds a mark of its own time, which no later snapshot equals (answers
+    stored with it are never reused)."""
+    stats = _stat_tree(tree)
+    root = str(tree.root)
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.endswith(_CPP_SUFFIXES):
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                stats[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    now = time.time_ns()
+    if any(st[1] >= now - RACY_NS for st in stats.values()):
+        stats["<written just now>"] = (0, now, 0)
+    return stats
+
+
 def _hash(tree: SourceTree, rel: str) -> str:
     try:
         return hashlib.sha256(tree.path_of(rel).read_bytes()).hexdigest()
@@ -268,15 +298,15 @@ class ResultCache:
         entry = _load(source, _Entry)
         if entry is None:
             return
-        kernel_stats = _stat_tree(kernel_tree) if kernel_tree is not None else None
-        if set(stats) != set(entry.stats) or kernel_stats != entry.kernel_stats:
+        library = kernel_stats(kernel_tree) if kernel_tree is not None else None
+        if set(stats) != set(entry.stats) or library != entry.kernel_stats:
             return
         changed = _changed_files(entry, stats, tree)
         if isinstance(changed, str):
             return
         self._prior = (entry.greps, _same_files(entry, stats), entry.hashes)
         self._entry, self._changed, self._source = entry, changed, source
-        self.kernel_stats = kernel_stats
+        self.kernel_stats = library
         self.outcome = "no stored result (linking from the scan of other archs or options)"
 
     def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
@@ -285,7 +315,7 @@ class ResultCache:
         if set(stats) != set(entry.stats):
             self.outcome = "files added or removed"
             return None
-        self.kernel_stats = _stat_tree(kernel_tree) if kernel_tree is not None else None
+        self.kernel_stats = kernel_stats(kernel_tree) if kernel_tree is not None else None
         if (kernel_tree is None) != (entry.kernel_stats is None) or (
                 kernel_tree is not None and self.kernel_stats != entry.kernel_stats):
             self.outcome = "kernel library changed"
@@ -483,7 +513,7 @@ class ResultCache:
             read=read,
             greps=list(index.grep_log),
             kernel_stats=self.kernel_stats if self.kernel_stats is not None or kernel_tree is None
-            else _stat_tree(kernel_tree),
+            else kernel_stats(kernel_tree),
             result=result,
             stat_ns=self.stat_ns,
             owners=owners,
