@@ -73,6 +73,7 @@ from typing import Any
 import pytest
 from fixturetree import FIXTURES
 from test_edit_differential import OLD_NS, Mutation, mutations_of
+from test_edit_differential import sample as sample_of
 
 import guardscan.driver
 from guardscan.cli import main
@@ -375,24 +376,9 @@ def _parses(mutation: Mutation, data: bytes) -> bool:
 
 
 def sample(mutations: list[Mutation], count: int, key: str) -> list[Mutation]:
-    """At most ``count``, the same every run: round robin over the kinds
-    (and, for a kernel tree, over Python and C++ files), preferred first."""
-    rng = random.Random(f"{SEED}:{key}")
-    picked: list[Mutation] = []
-    for preferred in (True, False):
-        pools: dict[str, list[Mutation]] = defaultdict(list)
-        for mutation in mutations:
-            if mutation.preferred == preferred:
-                pools[mutation.kind].append(mutation)
-        for pool in pools.values():
-            rng.shuffle(pool)
-        kinds = sorted(pools)
-        rng.shuffle(kinds)
-        while len(picked) < count and any(pools.values()):
-            for kind in kinds:
-                if pools[kind] and len(picked) < count:
-                    picked.append(pools[kind].pop())
-    return picked
+    """At most ``count``, the same every run (``test_edit_differential.sample``;
+    for a kernel tree, the kinds tell Python and C++ files apart)."""
+    return sample_of(mutations, count, key, SEED)
 
 
 # --- the questions --------------------------------------------------------------

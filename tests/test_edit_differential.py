@@ -322,17 +322,14 @@ def fixture_mutations(name: str) -> list[Mutation]:
     return found
 
 
-def sampled_mutations(case: str, count: int = PER_FIXTURE) -> list[Mutation]:
-    """At most ``count`` mutations, the same every run: round robin over the
-    kinds, preferred ones (``server_args.py`` defaults and choices, method
-    tables and registries, functions that guard or raise) first, each kind's
-    order shuffled with a fixed seed."""
-    every = fixture_mutations(CASES[case][0])
-    rng = random.Random(f"{SEED}:{case}")
+def sample(mutations: list[Mutation], count: int, key: str, seed: int = SEED) -> list[Mutation]:
+    """At most ``count``, the same every run: round robin over the kinds,
+    preferred ones first, each kind's order shuffled with a fixed seed."""
+    rng = random.Random(f"{seed}:{key}")
     picked: list[Mutation] = []
     for preferred in (True, False):
         pools: dict[str, list[Mutation]] = defaultdict(list)
-        for mutation in every:
+        for mutation in mutations:
             if mutation.preferred == preferred:
                 pools[mutation.kind].append(mutation)
         for pool in pools.values():
@@ -344,6 +341,13 @@ def sampled_mutations(case: str, count: int = PER_FIXTURE) -> list[Mutation]:
                 if pools[kind] and len(picked) < count:
                     picked.append(pools[kind].pop())
     return picked
+
+
+def sampled_mutations(case: str, count: int = PER_FIXTURE) -> list[Mutation]:
+    """At most ``count`` mutations of the case's fixture (``sample``): the
+    preferred ones are ``server_args.py`` defaults and choices, method tables
+    and registries, functions that guard or raise."""
+    return sample(fixture_mutations(CASES[case][0]), count, case)
 
 
 # --- the scans ----------------------------------------------------------------
