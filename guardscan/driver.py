@@ -324,7 +324,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     units = (0, 0)
     kernel_index: Index | None = None
     if memo is not None:
-        units = replayed, ran = memo.linked()
+        units = replayed, ran = memo.linked(index)
         if memo.reanalysis:
             _say(opts, f"linking: {replayed} units replayed, {ran} run again")
     result = ScanResult(

@@ -665,20 +665,7 @@ def run_edits(name: str, case: Case, side: str, exhaustive: bool, tmp_path: Path
 
 # --- the tests ------------------------------------------------------------------
 
-#: a file that does not parse is reported (``file-failed``) only by a scan that
-#: parses it: a scan that reuses the catalog or replays the units that read it
-#: does not, though a scan from scratch does (open: the stored scan's failed
-#: outcomes are not kept with its records)
-_FAILED_FILE_NOT_REPLAYED = pytest.mark.xfail(
-    strict=True, reason="file-failed diagnostics are not replayed from the stored scan")
-
-
-def _cases(cases: dict[str, Case]) -> list[object]:
-    return [pytest.param(name, marks=_FAILED_FILE_NOT_REPLAYED) if name.endswith("+broken")
-            else name for name in sorted(cases)]
-
-
-@pytest.mark.parametrize("name", _cases(CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_narrower_questions_after_a_full_scan(name: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     run_narrower(name, CASES[name], False, tmp_path, monkeypatch).check(vacuous_ok=True)
@@ -691,7 +678,7 @@ def test_every_narrower_question_after_a_full_scan(name: str, tmp_path: Path,
     run_narrower(name, EVERY_CASE[name], True, tmp_path, monkeypatch).check(vacuous_ok=True)
 
 
-@pytest.mark.parametrize("name", _cases(CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_narrower_questions_after_an_sglang_edit(name: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     run_edits(name, CASES[name], "sglang", False, tmp_path, monkeypatch).check()

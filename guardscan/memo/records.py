@@ -83,6 +83,9 @@ class LinkRecord:
     units: dict[UnitKey, Unit]
     #: the option catalog: (reads, pre-filters asked, catalog), see ``scan``
     catalog: Any = None
+    #: the files read that did not parse or were not read (their outcome,
+    #: without facts): a scan that reuses what read them reports them too
+    failed: dict[str, FileOutcome] = field(default_factory=dict)
 
 
 class Changes:

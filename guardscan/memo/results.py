@@ -110,8 +110,8 @@ def _load_links(path: Path, token: str) -> LinkRecord | None:
     try:
         assert pieces is not None
         head = pieces[0]
-        assert isinstance(head, tuple) and len(head) == 6
-        kind, stored_token, context, reads, keys, catalog = head
+        assert isinstance(head, tuple) and len(head) == 7
+        kind, stored_token, context, reads, keys, catalog, failed = head
         if kind != "links" or stored_token != token:
             return None
         split = pieces.index(None)
@@ -123,7 +123,7 @@ def _load_links(path: Path, token: str) -> LinkRecord | None:
             units.update(chunk)  # type: ignore[call-overload]
     except Exception:  # noqa: BLE001 - corrupt: a miss
         return None
-    return LinkRecord(context, reads, keys, answers, units, catalog)
+    return LinkRecord(context, reads, keys, answers, units, catalog, failed)
 
 
 def code_files() -> list[Path]:
@@ -442,7 +442,8 @@ class ResultCache:
     def _write_links(self, record: LinkRecord) -> bool:
         answers, units = list(record.answers.items()), list(record.units.items())
         return store_pickles(self.links_path, [
-            ("links", self.token, record.context, record.reads, record.keys, record.catalog),
+            ("links", self.token, record.context, record.reads, record.keys, record.catalog,
+             record.failed),
             *(dict(answers[i:i + _CHUNK]) for i in range(0, len(answers), _CHUNK)),
             None,
             *(dict(units[i:i + _CHUNK // 16]) for i in range(0, len(units), _CHUNK // 16))])

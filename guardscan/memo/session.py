@@ -24,7 +24,8 @@ from pathlib import Path
 
 from guardscan.acquire import SourceTree
 from guardscan.index import Index
-from guardscan.index.observe import Read
+from guardscan.index.facts import FileOutcome
+from guardscan.index.observe import OUTCOME, Read, numbers
 from guardscan.link import Links
 from guardscan.link.units import Units
 from guardscan.memo.kernel_answers import KernelAnswers
@@ -88,6 +89,8 @@ class ScanMemo:
         self._changes: Changes | None = None
         self._prior_catalog: KeptCatalog | None = None
         self._kept: KeptCatalog | None = None
+        #: the earlier scan's files that did not parse or were not read
+        self._prior_failed: dict[str, FileOutcome] = {}
         self._units: RecordingUnits | None = None
         self._judging = StoredJudging()
         self._judging_context = ""
@@ -116,6 +119,7 @@ class ScanMemo:
         if prior is not None:
             self._prior, self._changes, self.reanalysis = prior, prior[1], True
             self._prior_catalog = prior[0].catalog
+            self._prior_failed = prior[0].failed
 
     def catalog(self, index: Index, build: Callable[[Index], OptionCatalog]) -> OptionCatalog:
         """The option catalog: the earlier scan's when nothing it read changed
@@ -145,10 +149,16 @@ class ScanMemo:
         self._units = RecordingUnits(prior)
         return self._units
 
-    def linked(self) -> tuple[int, int]:
+    def linked(self, index: Index) -> tuple[int, int]:
         """After linking: store this scan's linking for the next scan (now,
         when the interpreter's memos are gone: the peak) and let go of the
-        earlier one. Returns the units (replayed, run)."""
+        earlier one. Returns the units (replayed, run).
+
+        The files that did not parse or were not read and that a reused part
+        (the catalog, a replayed unit, a kept answer) read, and this scan
+        therefore did not, get their earlier outcome in ``index.outcomes``
+        (unchanged where the reused part read it): they are reported as a
+        scan from scratch reports them."""
         units = self._units
         if units is None:  # nothing recorded: results are not reused
             return 0, 0
@@ -156,8 +166,30 @@ class ScanMemo:
         units.prior, units.units = None, {}
         if record is not None:
             record.catalog = self._kept if self._kept is not None else self._prior_catalog
+            self._restore_failed(index, record)
+            record.failed = {rel: FileOutcome(rel, o.status, reason=o.reason, line=o.line)
+                             for rel, o in index.outcomes.items() if o.status != "analysed"}
             self.results.store_links(record, background=self.reanalysis)
         return units.replayed, units.ran
+
+    def _restore_failed(self, index: Index, record: LinkRecord) -> None:
+        changes = self._changes
+        if changes is None:
+            return
+        missing = {rel: outcome for rel, outcome in self._prior_failed.items()
+                   if rel not in index.outcomes and not changes.touches((rel, OUTCOME))}
+        if not missing:
+            return
+        read: set[str] = set()
+        if self._kept is None and self._prior_catalog is not None:  # the catalog was reused
+            read.update(rel for rel, _ in self._prior_catalog[0] if rel in missing)
+        wanted = {i for i, (rel, _) in enumerate(record.reads) if rel in missing}
+        for reads in [*(u.reads for u in record.units.values()),
+                      *(a.reads for a in record.answers.values())]:
+            if isinstance(reads, bytes) and wanted:
+                read.update(record.reads[i][0] for i in wanted.intersection(numbers(reads)))
+        for rel in read:
+            index.outcomes[rel] = missing[rel]
 
     def judging(self, options: Iterable[OptionInfo], quantization: str | None,
                 links: Links) -> StoredJudging:
