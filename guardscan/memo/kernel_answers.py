@@ -13,7 +13,7 @@ from guardscan.acquire import SourceTree
 from guardscan.arch import standard_archs
 from guardscan.index import FACTS_VERSION, store_pickle
 from guardscan.memo.disk import tree_key
-from guardscan.memo.results import _code_fingerprint, kernel_stats
+from guardscan.memo.results import Stat, _code_fingerprint, kernel_stats
 from guardscan.predicate import Tri
 from guardscan.results import Evidence
 
@@ -61,11 +61,13 @@ class KernelAnswers:
     """
 
     def __init__(self, cache_dir: Path, kernel_tree: SourceTree, companions: str = "",
-                 archs: tuple[str, ...] = ()) -> None:
+                 archs: tuple[str, ...] = (), stats: dict[str, Stat] | None = None) -> None:
+        """``stats``: the library's snapshot if the scan took it already
+        (``results.kernel_stats``)."""
         self._key_parts = (tree_key(kernel_tree.root, cache_dir), kernel_tree.package,
                            companions)
         self.path = self._path(cache_dir, archs)
-        self.stats = kernel_stats(kernel_tree)
+        self.stats = stats if stats is not None else kernel_stats(kernel_tree)
         self.stored: list[KernelAnswer] = []
         #: whether each function's answer depends on the caller's arguments
         #: (``kernels.arguments``): a question about one that does not is

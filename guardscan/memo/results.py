@@ -257,7 +257,7 @@ class ResultCache:
         self.token = os.urandom(8).hex()
         #: the process writing the link record, if one was forked
         self._writer = 0
-        #: the kernel library's stat, when ``load`` took it
+        #: the kernel library's stat, taken once per scan (``library_stats``)
         self.kernel_stats: dict[str, Stat] | None = None
         #: why the last ``load`` missed, or how it hit (for progress and tests)
         self.outcome = ""
@@ -270,6 +270,14 @@ class ResultCache:
         #: bytes are as that scan read them, and their hashes (see ``prime``)
         self._prior: tuple[list[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]]],
                            frozenset[str], dict[str, str]] | None = None
+
+    def library_stats(self, kernel_tree: SourceTree) -> dict[str, Stat]:
+        """The kernel library's snapshot (``kernel_stats``), taken the first
+        time a part of this scan asks, before the library is read: the
+        stored result and the kernel answers hold the same one."""
+        if self.kernel_stats is None:
+            self.kernel_stats = kernel_stats(kernel_tree)
+        return self.kernel_stats
 
     def load(self, tree: SourceTree, kernel_tree: SourceTree | None) -> ScanResult | None:
         self.stat_ns = time.time_ns()
@@ -298,7 +306,7 @@ class ResultCache:
         entry = _load(source, _Entry)
         if entry is None:
             return
-        library = kernel_stats(kernel_tree) if kernel_tree is not None else None
+        library = self.library_stats(kernel_tree) if kernel_tree is not None else None
         if set(stats) != set(entry.stats) or library != entry.kernel_stats:
             return
         changed = _changed_files(entry, stats, tree)
@@ -306,7 +314,6 @@ class ResultCache:
             return
         self._prior = (entry.greps, _same_files(entry, stats), entry.hashes)
         self._entry, self._changed, self._source = entry, changed, source
-        self.kernel_stats = library
         self.outcome = "no stored result (linking from the scan of other archs or options)"
 
     def _check(self, entry: _Entry, stats: dict[str, Stat], tree: SourceTree,
@@ -315,9 +322,8 @@ class ResultCache:
         if set(stats) != set(entry.stats):
             self.outcome = "files added or removed"
             return None
-        self.kernel_stats = kernel_stats(kernel_tree) if kernel_tree is not None else None
         if (kernel_tree is None) != (entry.kernel_stats is None) or (
-                kernel_tree is not None and self.kernel_stats != entry.kernel_stats):
+                kernel_tree is not None and self.library_stats(kernel_tree) != entry.kernel_stats):
             self.outcome = "kernel library changed"
             return None
         new_data = _changed_files(entry, stats, tree)
@@ -513,8 +519,7 @@ class ResultCache:
             used=used,
             read=read,
             greps=list(index.grep_log),
-            kernel_stats=self.kernel_stats if self.kernel_stats is not None or kernel_tree is None
-            else kernel_stats(kernel_tree),
+            kernel_stats=self.library_stats(kernel_tree) if kernel_tree is not None else None,
             result=result,
             stat_ns=self.stat_ns,
             owners=owners,

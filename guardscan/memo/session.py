@@ -214,7 +214,9 @@ class ScanMemo:
         """The kernel library's answers of the last scan of that library for
         ``archs`` (and of the packages read beside it, ``companions``: the
         cubin package's key)."""
-        return KernelAnswers(self.cache_dir, kernel_tree, companions, archs)
+        return KernelAnswers(self.cache_dir, kernel_tree, companions, archs,
+                             self.results.library_stats(kernel_tree) if self.reuse_results
+                             else None)
 
     @property
     def owners(self) -> Owners:
