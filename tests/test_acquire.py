@@ -273,6 +273,27 @@ def test_wheel_tree_is_reused(
     assert acquire(str(wheel), cache_dir=tmp_cache) == first
 
 
+def test_an_extracted_tree_is_known_by_its_wheel(tmp_path: Path, tmp_cache: Path) -> None:
+    """A tree extracted into the cache is written once and never changes: the
+    kernel stage's snapshot of it is the wheel's sha256, with no stat of its
+    files; a checkout's snapshot is the stat of each file, so an edit shows."""
+    from guardscan.memo.results import kernel_stats
+
+    wheel = sglang_wheel(tmp_path / "dl")
+    tree = acquire(str(wheel), cache_dir=tmp_cache)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert tree.wheel_sha256 == digest
+    assert kernel_stats(tree) == {f"<extracted from the wheel {digest}>": (0, 0, 0)}
+    checkout = acquire(str(tree.root), cache_dir=tmp_cache)
+    assert checkout.wheel_sha256 == ""
+    stats = kernel_stats(checkout)
+    assert set(stats) >= set(PACKAGE_FILES)
+    server_args = checkout.root / "sglang/srt/server_args.py"
+    server_args.write_text("x = 22\n")
+    assert kernel_stats(checkout)["sglang/srt/server_args.py"] != \
+        stats["sglang/srt/server_args.py"]
+
+
 def test_concurrent_extractions_agree(tmp_path: Path, tmp_cache: Path) -> None:
     wheel = sglang_wheel(tmp_path)
     with ThreadPoolExecutor(max_workers=6) as pool:

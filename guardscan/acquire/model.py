@@ -56,6 +56,10 @@ class SourceTree:
     origin: str
     requires: tuple[str, ...] = field(default=())
     skipped: tuple[tuple[str, str], ...] = field(default=())
+    #: the sha256 of the wheel this tree was extracted from into the cache
+    #: (``acquire.wheel``), else "": such a tree is written once, whole, and
+    #: never changes, so its files need no stat to be known unchanged
+    wheel_sha256: str = ""
 
     def path_of(self, rel: str) -> Path:
         return self.root / rel

@@ -63,7 +63,8 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
     if not zipfile.is_zipfile(wheel):
         raise AcquireError(f"not a wheel (not a zip file): {wheel}")
     stem = wheel.name[: -len(".whl")]
-    tree_dir = cache / "trees" / f"{stem}-{_sha256(wheel, cache)[:12]}"
+    sha256 = _sha256(wheel, cache)
+    tree_dir = cache / "trees" / f"{stem}-{sha256[:12]}"
     if not tree_dir.is_dir():
         _extract_wheel(wheel, tree_dir)
     else:
@@ -84,6 +85,7 @@ def acquire_wheel(wheel: Path, package: str, cache: Path, *, origin: str) -> Sou
         origin=origin,
         requires=tuple(str(r) for r in requires),
         skipped=skipped,
+        wheel_sha256=sha256,
     )
 
 
