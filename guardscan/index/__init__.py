@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -36,6 +38,9 @@ PARALLEL_MIN_FILES = 64
 MAX_FILE_BYTES = 8 * 1024 * 1024
 #: files whose split lines ``line_text`` keeps once the text is released
 LINES_KEPT = 64
+#: files whose facts an index with a facts cache holds at once; the one read
+#: longest ago is let go and loaded from the cache again when asked
+FACTS_HELD = 300
 
 
 class Index:
@@ -67,6 +72,12 @@ class Index:
         self._text_answers: dict[tuple[str, str, str], Any] = {}
         #: analysed files whose facts ``drop_facts`` let go of
         self._dropped: set[str] = set()
+        #: analysed files whose facts are held, read longest ago first (with a
+        #: facts cache, at most ``FACTS_HELD``)
+        self._held: OrderedDict[str, None] = OrderedDict()
+        #: called with a file whose facts were let go of (tables built from
+        #: them go too: see ``let_go_with``)
+        self._let_go: list[weakref.WeakMethod[Callable[[str], None]]] = []
         #: the split lines of the files whose lines were shown last (at most
         #: ``LINES_KEPT`` files once the text is released)
         self._lines: dict[str, list[str]] = {}
@@ -208,6 +219,34 @@ class Index:
                 self.outcomes[rel] = FileOutcome(rel, outcome.status)
                 self._dropped.add(rel)
         self._views.clear()
+        self._held.clear()
+
+    def _hold(self, rel: str, outcome: FileOutcome) -> None:
+        """Keep ``outcome`` as ``rel``'s, letting go of the facts read longest
+        ago once more than ``FACTS_HELD`` files' are held (only where the
+        facts cache can give them back)."""
+        self.outcomes[rel] = outcome
+        self._dropped.discard(rel)
+        if outcome.facts is None or self._store.folder is None:
+            return
+        held = self._held
+        held[rel] = None
+        held.move_to_end(rel)
+        while len(held) > FACTS_HELD:
+            old, _ = held.popitem(last=False)
+            gone = self.outcomes[old]
+            self.outcomes[old] = FileOutcome(old, gone.status)
+            self._dropped.add(old)
+            self._views.pop(old, None)
+            for ref in self._let_go:
+                forget = ref()
+                if forget is not None:
+                    forget(old)
+
+    def let_go_with(self, forget: Callable[[str], None]) -> None:
+        """Call the bound method ``forget`` with each file whose facts the
+        index lets go of (what was built from them goes with them)."""
+        self._let_go.append(weakref.WeakMethod(forget))
 
     def release_text(self, keep_whole: bool = False) -> None:
         """Stop keeping raw bytes and split lines (they are read again from
@@ -318,12 +357,22 @@ class Index:
 
     def _outcome(self, rel: str) -> FileOutcome:
         if rel in self.outcomes and rel not in self._dropped:
+            if rel in self._held:
+                self._held.move_to_end(rel)
             return self.outcomes[rel]
+        key = self.fact_keys.get(rel)
+        if key is not None and rel in self._dropped:
+            # let go of earlier: the bytes have not changed since
+            again = self._store.load(key)
+            if again is not None:
+                self._hold(rel, again)
+                return again
         self._dropped.discard(rel)
         data = self._read(rel)
         if data is None:
             return self.outcomes[rel]
-        outcome = self.outcomes[rel] = self._parse(rel, data)
+        outcome = self._parse(rel, data)
+        self._hold(rel, outcome)
         return outcome
 
     def _parse(self, rel: str, data: bytes) -> FileOutcome:
@@ -381,8 +430,7 @@ class Index:
             key = self.fact_keys[rel] = self._key(rel, data)
             cached = self._store.load(key)
             if cached is not None:
-                self.outcomes[rel] = cached
-                self._dropped.discard(rel)
+                self._hold(rel, cached)
             else:
                 todo.append((rel, data, key))
         workers = workers or min(os.cpu_count() or 1, 8)
@@ -394,13 +442,13 @@ class Index:
                 for rel, data, _ in todo]
         try:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                outcomes = list(pool.map(_index_job, jobs, chunksize=16))
+                # stored as they come: only ``FACTS_HELD`` files' facts are held
+                for (rel, _, key), outcome in zip(todo, pool.map(_index_job, jobs,
+                                                                 chunksize=16)):
+                    self._store.store(key, outcome)
+                    self._hold(rel, outcome)
         except Exception:  # noqa: BLE001 - no fork, no /dev/shm, a killed worker: stay serial
             return
-        for (rel, _, key), outcome in zip(todo, outcomes):
-            self.outcomes[rel] = outcome
-            self._dropped.discard(rel)
-            self._store.store(key, outcome)
 
     def _key(self, rel: str, data: bytes) -> str:
         return hashlib.sha256(data + f"\0{FACTS_VERSION}\0{rel}".encode()).hexdigest()
@@ -415,7 +463,10 @@ class Index:
         if frame is not None:
             frame.add((rel, OUTCOME))
         view = self._views.get(rel)
-        if view is None:
+        if view is not None:
+            if rel in self._held:
+                self._held.move_to_end(rel)
+        else:
             facts = self._outcome(rel).facts
             if facts is None:
                 self.seen.setdefault(rel, set())

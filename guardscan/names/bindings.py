@@ -71,10 +71,16 @@ class BindingTables:
         self._imports: dict[str, dict[str, dict[str, list[ImportFact]]]] = {}
         self._functions: dict[str, FunctionTables] = {}
         self._packages: set[str] | None = None
+        index.let_go_with(self.forget)
 
     def clear(self) -> None:
         for memo in (self._module, self._assigns, self._imports, self._functions):
             memo.clear()
+
+    def forget(self, rel: str) -> None:
+        """Let go of ``rel``'s tables (the index let go of its facts)."""
+        for memo in (self._module, self._assigns, self._imports, self._functions):
+            memo.pop(rel, None)
 
     # -- modules and files ------------------------------------------------------------
     def rel_of(self, module: str) -> str | None:
