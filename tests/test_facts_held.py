@@ -77,6 +77,32 @@ def test_a_file_whose_cached_facts_are_gone_is_parsed_again(
     assert index.facts("pkg/m0.py") == before
 
 
+def test_files_parsed_by_the_pool_are_stored_by_it_and_loaded_when_asked(
+        tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "tree", index_module.PARALLEL_MIN_FILES + 6)
+    index = Index(tree, tmp_path / "cache")
+    index.prefetch(tree.files, workers=2)
+    # only each file's status came back from the pool; its facts are in the cache
+    assert {(o.status, o.facts) for o in index.outcomes.values()} == {("analysed", None)}
+    assert len(list((tmp_path / "cache").rglob("*.pickle"))) == len(tree.files)
+    plain = Index(tree)
+    assert all(index.facts(rel) == plain.facts(rel) for rel in tree.files)
+
+
+def test_what_the_pool_could_not_store_comes_back_whole(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "tree", index_module.PARALLEL_MIN_FILES + 6)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "facts").write_text("a file where the facts folder would be")
+    index = Index(tree, cache)
+    index.prefetch(tree.files, workers=2)
+    held = [o for o in index.outcomes.values() if o.facts is not None]
+    assert len(held) == min(len(tree.files), index_module.FACTS_HELD)
+    plain = Index(tree)
+    # those let go of are parsed again: the cache cannot give them back
+    assert all(index.facts(rel) == plain.facts(rel) for rel in tree.files)
+
+
 def test_the_binding_tables_of_a_file_let_go_go_with_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(index_module, "FACTS_HELD", 1)

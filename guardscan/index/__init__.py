@@ -438,13 +438,19 @@ class Index:
             return  # parsed lazily, one by one, when asked for
         from concurrent.futures import ProcessPoolExecutor
 
-        jobs = [(data, rel, self.tree.module_name(rel), rel.endswith("__init__.py"))
-                for rel, data, _ in todo]
+        folder = self._store.folder
+        jobs = [(data, rel, self.tree.module_name(rel), rel.endswith("__init__.py"),
+                 self._store.path(key) if folder is not None else None)
+                for rel, data, key in todo]
         try:
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                # stored as they come: only ``FACTS_HELD`` files' facts are held
                 for (rel, _, key), outcome in zip(todo, pool.map(_index_job, jobs,
                                                                  chunksize=16)):
+                    if outcome.status == "analysed" and outcome.facts is None:
+                        # the worker stored its facts: loaded when first asked
+                        self.outcomes[rel] = outcome
+                        self._dropped.add(rel)
+                        continue
                     self._store.store(key, outcome)
                     self._hold(rel, outcome)
         except Exception:  # noqa: BLE001 - no fork, no /dev/shm, a killed worker: stay serial
@@ -541,6 +547,14 @@ def trie_pattern(needles: Iterable[bytes]) -> bytes:
     return emit(root) if root else b"(?!)"
 
 
-def _index_job(job: tuple[bytes, str, str, bool]) -> FileOutcome:
-    data, rel, module, is_package = job
-    return index_source(data, rel, module, is_package)
+def _index_job(job: tuple[bytes, str, str, bool, Path | None]) -> FileOutcome:
+    """A file's outcome, parsed in a worker. Where the facts cache is on, the
+    worker stores the facts itself and sends back only the outcome's status
+    (the facts are loaded from the cache when first asked): the main process
+    neither unpickles them from the pool nor pickles them again to store
+    them. Whatever the worker could not store comes back whole."""
+    data, rel, module, is_package, path = job
+    outcome = index_source(data, rel, module, is_package)
+    if path is not None and outcome.facts is not None and store_pickle(path, outcome):
+        return FileOutcome(rel, outcome.status)
+    return outcome
