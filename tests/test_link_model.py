@@ -92,7 +92,8 @@ def test_a_recorded_memo_hit_counts_as_read_by_the_unit_that_asks(tmp_path: Path
         saved = index.recorder.open()
         with vocab.noting_questions() as asked:
             value = memo.get("key", compute)
-        return value, index.recorder.close(saved, merge=False), list(asked)
+        reads = index.recorder.decode(index.recorder.close(saved, merge=False))
+        return value, reads, list(asked)
 
     first, second = unit(), unit()
     assert computed == [1]

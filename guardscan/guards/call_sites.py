@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from guardscan.guards.stack import MODULE_END
 from guardscan.guards.values import AltV, FuncV, ParamV, UnkV, Value
 from guardscan.index.facts import CallFact, FunctionFact
-from guardscan.index.observe import STARS, FactsView, Read
+from guardscan.index.observe import STARS, FactsView, Reads
 from guardscan.predicate import TRUE, Predicate
 from guardscan.syntax import parse_expr
 
@@ -68,7 +68,7 @@ class CallSites:
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
         self._memo: dict[tuple[str, str, str], tuple[
-            Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+            Value | None, tuple[tuple[str, int], ...], Reads]] = {}
 
     def clear(self) -> None:
         self._memo.clear()

@@ -26,7 +26,7 @@ from guardscan.guards.values import (
     Wrapper,
 )
 from guardscan.index.facts import FunctionFact, ReturnFact
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import FactsView, Reads
 from guardscan.predicate import (
     FALSE,
     Const,
@@ -59,7 +59,7 @@ class FunctionCalls:
         self.tables = interpreter.tables
         self.stack = interpreter.stack
         self.func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[
-            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+            Value, tuple[tuple[str, int], ...], Reads]] = {}
         self.returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
 
     def clear(self) -> None:

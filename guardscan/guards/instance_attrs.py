@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.guards.values import AltV, ConstV, EnumMemberV, OptV, PredV, UnkV, Value
 from guardscan.index.facts import AssignFact
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import FactsView, Reads
 from guardscan.predicate import FALSE, TRUE, Predicate, Unknown, conj, disj, neg
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class InstanceAttributes:
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
         self.memo: dict[tuple[str, str, str], tuple[
-            Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+            Value | None, tuple[tuple[str, int], ...], Reads]] = {}
 
     def clear(self) -> None:
         self.memo.clear()

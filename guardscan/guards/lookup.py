@@ -44,7 +44,7 @@ from guardscan.index.facts import (
     ImportFact,
     target_names,
 )
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import FactsView, Reads
 from guardscan.names import BindingTables
 from guardscan.predicate import (
     Predicate,
@@ -76,11 +76,11 @@ class NameLookup:
         self.index = index
         self.stack = stack
         self.name_memo: dict[tuple[str, str], tuple[
-            Value, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
+            Value, tuple[tuple[str, int], ...], Reads]] = {}
         self.local_memo: dict[tuple[str, str, str, int], tuple[
-            Value | None, tuple[tuple[str, int], ...], tuple[Read, ...]]] = {}
-        self.reach_memo: dict[tuple[str, int], tuple[bool, tuple[Read, ...]]] = {}
-        self.scopes_memo: dict[tuple[str, str], tuple[list[str], tuple[Read, ...]]] = {}
+            Value | None, tuple[tuple[str, int], ...], Reads]] = {}
+        self.reach_memo: dict[tuple[str, int], tuple[bool, Reads]] = {}
+        self.scopes_memo: dict[tuple[str, str], tuple[list[str], Reads]] = {}
         #: a local assigned on branches is read as its alternatives (else as
         #: its latest assignment: the kernel library's reader, whose callers'
         #: bindings and backend dispatch expect that)

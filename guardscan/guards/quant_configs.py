@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 from guardscan.guards.instance_attrs import enclosing_class
 from guardscan.guards.values import AltV, ClassV, ConfigV, OptV, UnkV, Value
 from guardscan.index import Index
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import FactsView, Reads
 from guardscan.predicate import Predicate, QuantIs, Unknown, neg
 from guardscan.syntax import parse_expr
 
@@ -140,9 +140,9 @@ class QuantConfigs:
 
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
-        self._classes: tuple[dict[tuple[str, str], frozenset[str]], tuple[Read, ...]] | None \
+        self._classes: tuple[dict[tuple[str, str], frozenset[str]], Reads] | None \
             = None
-        self._params: dict[tuple[str, str, str], tuple[Value | None, tuple[Read, ...]]] = {}
+        self._params: dict[tuple[str, str, str], tuple[Value | None, Reads]] = {}
 
     def clear(self) -> None:
         self._classes = None

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from guardscan.guards.values import UnkV
-from guardscan.index.observe import Read
+from guardscan.index.observe import Reads
 from guardscan.messages import internal_error
 from guardscan.predicate import Const, OptionIs, Predicate, QuantIs, Unknown, atoms, fast_reduce
 from guardscan.results import Diagnostic
@@ -51,8 +51,9 @@ class Answer:
 
     value: object
     diagnostic: Diagnostic | None
-    #: stored: numbers in the record's table of reads
-    reads: tuple[Read, ...] | bytes
+    #: numbers in the index recorder's table of reads, which a scan's record
+    #: of linking stores (``guardscan.memo.records``)
+    reads: Reads
     #: the whole-tree searches it made (pattern, files asked, files matched):
     #: a file it never read can change its answer by matching now
     #: (``guards.call_sites`` looks for every caller of a function); when one

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.guards.values import AltV, ConstV, FormValue, FuncV, TupleV, UnkV, Value
 from guardscan.index.facts import CallFact, FunctionFact
-from guardscan.index.observe import FactsView, Read
+from guardscan.index.observe import FactsView, Reads
 from guardscan.predicate import FALSE, TRUE, Predicate, Unknown, conj, disj, neg
 from guardscan.syntax import parse_expr
 
@@ -130,7 +130,7 @@ class Registries:
     def __init__(self, interpreter: Interpreter) -> None:
         self.interpreter = interpreter
         self.memo: dict[RegistryV, tuple[tuple[Entry, ...] | None, tuple[tuple[str, int], ...],
-                                         tuple[Read, ...]]] = {}
+                                         Reads]] = {}
         self._modules: dict[str, str] | None = None
 
     def clear(self) -> None:

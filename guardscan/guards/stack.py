@@ -10,7 +10,7 @@ was asked before it.
 
 from __future__ import annotations
 
-from guardscan.index.observe import Read, Recorder
+from guardscan.index.observe import Reads, Recorder
 
 __all__ = ["MAX_DEPTH", "MODULE_END", "EvaluationStack", "Frame"]
 
@@ -23,7 +23,7 @@ _NO_CUT = 1 << 30
 
 #: (stack position, the enclosing evaluation's lowest cut, trail mark, the
 #: interrupted read frame)
-Frame = tuple[int, int, int, "set[Read] | None"]
+Frame = tuple[int, int, int, "set[int] | None"]
 
 
 class EvaluationStack:
@@ -39,10 +39,10 @@ class EvaluationStack:
         #: now (``_NO_CUT``: none; -1: the depth limit was met)
         self.low = _NO_CUT
         self.depth = 0
-        #: one tuple per distinct set of reads that ``leave`` returned: memos
+        #: one object per distinct set of reads that ``leave`` returned: memos
         #: keep the same reads many times over (a cold scan of sglang 0.5.23:
         #: 84k distinct of about 180k kept, 20 MB less at the end of linking)
-        self._reads: dict[tuple[Read, ...], tuple[Read, ...]] = {}
+        self._reads: dict[Reads, Reads] = {}
 
     def enter(self, key: object) -> Frame:
         """Start evaluating ``key`` (a memo key)."""
@@ -52,7 +52,7 @@ class EvaluationStack:
         self.low = _NO_CUT
         return state
 
-    def leave(self, key: object, state: Frame) -> tuple[bool, tuple[Read, ...]]:
+    def leave(self, key: object, state: Frame) -> tuple[bool, Reads]:
         """End evaluating ``key``: whether its answer may be kept (no cycle was
         cut at an evaluation that encloses it, so the answer is what it would be
         if asked first), and what it read."""
@@ -76,7 +76,7 @@ class EvaluationStack:
         """The depth limit was met: nothing evaluated now may be memoised."""
         self.low = -1
 
-    def replay(self, trail: tuple[tuple[str, int], ...], reads: tuple[Read, ...]) -> None:
+    def replay(self, trail: tuple[tuple[str, int], ...], reads: Reads) -> None:
         """A memo hit: its trail and reads count as read again."""
         self.trail.extend(trail)
         self.recorder.add(reads)

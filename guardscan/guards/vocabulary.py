@@ -31,7 +31,6 @@ from guardscan.guards.questions import (
 from guardscan.guards.stack import EvaluationStack
 from guardscan.guards.values import UnkV, Value
 from guardscan.index import Index
-from guardscan.index.observe import Table
 from guardscan.messages import diagnostic as make_diagnostic
 from guardscan.predicate import Predicate, Unknown, atoms, conj, neg
 from guardscan.results import Diagnostic
@@ -61,8 +60,6 @@ class Vocabulary:
         self.former: Mapping[QueryKey, Answer] = {}
         #: the questions asked inside ``noting_questions`` (else None)
         self._asked: list[QueryKey] | None = None
-        #: when set (``keep_reads_in``), answers keep their reads as numbers in this table
-        self._reads_table: Table | None = None
 
     # -- what a recording runner asks of the vocabulary (``guardscan.memo``) ------------
 
@@ -72,10 +69,6 @@ class Vocabulary:
         changed for (taken as they are); ``former``, those a change may have
         touched (asked again, compared by ``same_answer``)."""
         self.stored, self.former = stored, former
-
-    def keep_reads_in(self, table: Table) -> None:
-        """From now on, an answer keeps its reads as numbers of ``table``."""
-        self._reads_table = table
 
     @contextmanager
     def noting_questions(self) -> Iterator[list[QueryKey]]:
@@ -102,7 +95,9 @@ class Vocabulary:
         ``explain``'s, are answered afresh). Diagnostics stay."""
         self._interpreter.clear()
         self.answers, self.stored, self.former = {}, {}, {}
-        self._stack.recorder.reads.clear()
+        # no memo keeps numbers of the recorder's table now (a record of
+        # linking took its copy): judging numbers its reads afresh
+        self._stack.recorder.reset()
         self._stack.forget_reads()
         clear_caches()
 
@@ -127,9 +122,7 @@ class Vocabulary:
                     value, diagnostic = failed_answer(key, exc)
                 finally:
                     reads = recorder.close(saved, merge=False)
-                answer = Answer(value, diagnostic, self._reads_table.encode(reads)
-                                if self._reads_table is not None else reads,
-                                tuple(self.index.grep_log[greps:]))
+                answer = Answer(value, diagnostic, reads, tuple(self.index.grep_log[greps:]))
             self.answers[key] = answer
         if self._asked is not None:
             self._asked.append(key)

@@ -181,9 +181,7 @@ class Index:
 
     def _note(self, rel: str, key: tuple[Any, ...]) -> None:
         self.seen.setdefault(rel, set()).add(key)
-        frame = self.recorder.frame
-        if frame is not None:
-            frame.add((rel, key))
+        self.recorder.note(rel, key)
 
     def _read(self, rel: str) -> bytes | None:
         if rel in self._data:
@@ -465,9 +463,7 @@ class Index:
 
     def view(self, rel: str) -> FactsView | None:
         """A file's facts through a view that records what is read of them."""
-        frame = self.recorder.frame
-        if frame is not None:
-            frame.add((rel, OUTCOME))
+        self.recorder.note(rel, OUTCOME)
         view = self._views.get(rel)
         if view is not None:
             if rel in self._held:
@@ -500,9 +496,7 @@ class Index:
         self._lines[rel] = lines  # the latest last
         text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
         self.lines_read.setdefault(rel, {})[line] = text
-        frame = self.recorder.frame
-        if frame is not None:
-            frame.add((rel, ("line", line, text)))
+        self.recorder.note(rel, ("line", line, text))
         return text
 
 

@@ -54,8 +54,8 @@ from guardscan.index.facts import (
     target_names,
 )
 
-__all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Recorder", "Seen", "Table",
-           "changed_keys", "count_captures", "numbers", "text_answer_changed", "unseen_change"]
+__all__ = ["ALL", "DATA", "KINDS", "OUTCOME", "STARS", "FactsView", "Read", "Reads", "Recorder",
+           "Seen", "Table", "changed_keys", "count_captures", "numbers", "text_answer_changed", "unseen_change"]
 
 Seen = set[tuple[Any, ...]]
 
@@ -104,36 +104,87 @@ def numbers(data: bytes) -> array[int]:
 
 class Recorder:
     """Where reads go besides the per-file ``seen`` sets: the *frame* of the
-    computation running now (a set of reads), if any. The vocabulary and the
-    linker open a frame per memoised answer and per unit of work, so each
-    knows exactly what it read (see ``guardscan.memo.records``)."""
+    computation running now, if any. The vocabulary and the linker open a
+    frame per memoised answer and per unit of work, so each knows exactly
+    what it read (see ``guardscan.memo.records``).
 
-    __slots__ = ("frame", "reads")
+    Each distinct read gets a number, once (``items``, ``ids``): a frame is a
+    set of numbers, and what a computation read is handed back as those
+    numbers' bytes (:data:`Reads`, four bytes a read), which memos keep and
+    add to the frame that reuses them. A scan's record of linking stores this
+    table beside its answers and units, and the next scan numbers its reads
+    on from it (``adopt``), so the stored numbers stay valid."""
+
+    __slots__ = ("frame", "ids", "items")
 
     def __init__(self) -> None:
-        self.frame: set[Read] | None = None
-        #: one object per distinct read, however often it is recorded
-        self.reads: dict[Read, Read] = {}
+        self.frame: set[int] | None = None
+        #: every read numbered, by number (one object per distinct read)
+        self.items: list[Read] = []
+        self.ids: dict[Read, int] = {}
 
-    def open(self) -> set[Read] | None:
+    def number(self, read: Read) -> int:
+        """The number of ``read``, given it now if it has none."""
+        number = self.ids.get(read)
+        if number is None:
+            number = self.ids[read] = len(self.items)
+            self.items.append(read)
+        return number
+
+    def note(self, rel: str, key: tuple[Any, ...]) -> None:
+        """``key`` was read of ``rel``: into the current frame, if any."""
+        frame = self.frame
+        if frame is not None:
+            pair = (rel, key)
+            number = self.ids.get(pair)
+            frame.add(number if number is not None else self.number(pair))
+
+    def open(self) -> set[int] | None:
         """Start a new frame; returns the one it interrupts (for ``close``)."""
         saved = self.frame
         self.frame = set()
         return saved
 
-    def close(self, saved: set[Read] | None, merge: bool = True) -> tuple[Read, ...]:
+    def close(self, saved: set[int] | None, merge: bool = True) -> Reads:
         """End the current frame, go back to ``saved`` (adding what this frame
         read to it, when ``merge``), and return this frame's reads."""
-        frame = self.frame or set()
+        frame = self.frame
         self.frame = saved
+        if not frame:
+            return b""
         if merge and saved is not None:
             saved |= frame
-        return tuple(frame)
+        # in order: the same reads give the same bytes (memos keep each once)
+        return array("I", sorted(frame)).tobytes()
 
-    def add(self, reads: Iterable[Read]) -> None:
+    def add(self, reads: Reads) -> None:
         """Reads done earlier on the current computation's behalf (a memo hit)."""
-        if self.frame is not None:
-            self.frame.update(reads)
+        if reads and self.frame is not None:
+            self.frame.update(numbers(reads))
+
+    def decode(self, reads: Reads) -> tuple[Read, ...]:
+        """The reads themselves, for a record kept apart from this table."""
+        items = self.items
+        return tuple(items[i] for i in numbers(reads))
+
+    def adopt(self, items: list[Read]) -> bool:
+        """Number reads on from an earlier record's table ``items`` (whose
+        numbers its answers and units use). Only before this recorder
+        numbered anything: returns whether it did."""
+        if self.items:
+            return False
+        self.items = list(items)
+        self.ids = {read: i for i, read in enumerate(self.items)}
+        return True
+
+    def reset(self) -> None:
+        """Let go of the table: only once no memo keeps numbers of it."""
+        self.items, self.ids = [], {}
+
+
+#: what a computation read, as the numbers of its reads in the recorder's
+#: table (``array("I")`` bytes, in increasing order)
+Reads = bytes
 
 #: The per-statement fact kinds of ``FileFacts`` (``conds`` are read by number).
 KINDS = ("imports", "functions", "classes", "assigns", "calls", "raises", "asserts", "returns")
@@ -158,10 +209,12 @@ class FactsView:
 
     def _see(self, key: tuple[Any, ...]) -> None:
         self.seen.add(key)
-        frame = self.rec.frame
+        rec = self.rec
+        frame = rec.frame
         if frame is not None:
             pair = (self.rel, key)
-            frame.add(self.rec.reads.setdefault(pair, pair))
+            number = rec.ids.get(pair)
+            frame.add(number if number is not None else rec.number(pair))
 
     def kind(self, name: str) -> tuple[Any, ...]:
         """Every fact of one kind."""

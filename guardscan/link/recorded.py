@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 if TYPE_CHECKING:
     from guardscan.guards import QueryKey, Vocabulary
     from guardscan.index import Index
-    from guardscan.index.observe import Read
+    from guardscan.index.observe import Reads
 
 __all__ = ["RecordedMemo"]
 
@@ -35,7 +35,7 @@ class RecordedMemo(Generic[T]):
     def __init__(self, index: Index, vocab: Vocabulary) -> None:
         self.index = index
         self.vocab = vocab
-        self._memo: dict[Hashable, tuple[T, tuple[Read, ...], tuple[QueryKey, ...]]] = {}
+        self._memo: dict[Hashable, tuple[T, Reads, tuple[QueryKey, ...]]] = {}
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The value for ``key``: ``compute()``'s, computed once."""

@@ -38,8 +38,6 @@ class RecordingUnits(Units):
         #: with the same options (``context``)
         self._offered = prior
         self.prior: LinkRecord | None = None
-        #: numbers for reads, extending the earlier record's
-        self.reads = Table()
         self.changes: Changes | None = None
         #: after replaying: what differs from the earlier scan's linking (None:
         #: not known, everything may differ)
@@ -56,7 +54,6 @@ class RecordingUnits(Units):
         if prior is not None and prior[0].context == self.context() \
                 and not self._searches_moved(prior[0]):
             self.start_from(prior)
-        ctx.vocab.keep_reads_in(self.reads)
 
     @property
     def cold(self) -> bool:
@@ -86,13 +83,14 @@ class RecordingUnits(Units):
         vocab = self.ctx.vocab
         self.changed = Links()
         changes.table = record.reads
+        # (the index's recorder numbers reads on from ``record.reads``:
+        # ``ScanMemo.start`` had it adopt them)
         stored: dict[QueryKey, Answer] = {}
         former: dict[QueryKey, Answer] = {}
         for number, answer in record.answers.items():
             (former if changes.any(answer.reads) else stored)[record.keys[number]] = answer
         vocab.resume(stored, former)
         self.prior, self.changes = record, changes
-        self.reads = Table(record.reads)
 
     def unit(self, key: UnitKey, run: Callable[[], Found],
              state: UnitState | None = None) -> Found:
@@ -128,7 +126,7 @@ class RecordingUnits(Units):
             reads = recorder.close(saved, merge=False)
             self._followed_log = self._quant_log = None
         unit = self.units[key] = Unit(
-            self.reads.encode(reads), tuple(dict.fromkeys(asked)), tuple(followed),
+            reads, tuple(dict.fromkeys(asked)), tuple(followed),
             tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
             tuple(index.grep_log[greps:]), state[0]() if state is not None else None)
         if self.prior is not None:
@@ -205,7 +203,6 @@ class RecordingUnits(Units):
         they used (extending the earlier record's tables, whose numbers the
         replayed units and kept answers use)."""
         vocab = self.ctx.vocab
-        reads = self.reads
         keys = Table(self.prior.keys if self.prior is not None else None)
         answers: dict[int, Answer] = {}
         units: dict[UnitKey, Unit] = {}
@@ -217,14 +214,13 @@ class RecordingUnits(Units):
                     continue
                 answer = vocab.stored_answer(query)
                 if answer is not None:
-                    if not isinstance(answer.reads, bytes):
-                        answer = Answer(answer.value, answer.diagnostic, reads.encode(answer.reads),
-                                        answer.greps)
                     answers[number] = answer
             if not isinstance(unit.queries, bytes):
                 unit = replace(unit, queries=keys.encode(queries))
             units[key] = unit
-        return LinkRecord(self.context(), reads.items, keys.items, answers, units)
+        # the recorder's table as it stands (judging numbers on, then afresh)
+        return LinkRecord(self.context(), list(self.ctx.index.recorder.items), keys.items,
+                          answers, units)
 
     def _queries(self, unit: Unit) -> list[QueryKey] | tuple[QueryKey, ...]:
         if isinstance(unit.queries, bytes):

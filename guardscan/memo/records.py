@@ -37,6 +37,7 @@ from guardscan.index.observe import (
     DATA,
     OUTCOME,
     Read,
+    Reads,
     Table,
     changed_keys,
     numbers,
@@ -51,10 +52,12 @@ UnitKey = tuple[str, ...]
 
 @dataclass
 class Unit:
-    """One unit of linking as it ran: what it read, asked and found. Stored,
-    ``reads`` and ``queries`` are numbers in the record's tables."""
+    """One unit of linking as it ran: what it read, asked and found. ``reads``
+    are numbers in the record's table of reads (the index recorder's, see
+    ``observe.Recorder``); stored, ``queries`` are numbers in its table of
+    questions."""
 
-    reads: tuple[Read, ...] | bytes
+    reads: Reads
     #: vocabulary questions, each once, in the order first asked
     queries: tuple[QueryKey, ...] | bytes
     #: (key, whether it was followed already) for every follow-up it checked

@@ -116,7 +116,10 @@ class ScanMemo:
             return
         self.results.prime(index)
         prior = self.results.prior_links(index)
-        if prior is not None:
+        # this scan numbers its reads on from the earlier record's table, whose
+        # numbers its kept answers and replayed units use (before the catalog,
+        # nothing is numbered yet)
+        if prior is not None and index.recorder.adopt(prior[0].reads):
             self._prior, self._changes, self.reanalysis = prior, prior[1], True
             self._prior_catalog = prior[0].catalog
             self._prior_failed = prior[0].failed
@@ -136,7 +139,7 @@ class ScanMemo:
         try:
             catalog = build(index)
         finally:
-            reads = index.recorder.close(saved, merge=False)
+            reads = index.recorder.decode(index.recorder.close(saved, merge=False))
         self._kept = (reads, tuple(index.grep_log[mark:]), catalog)
         return catalog
 

@@ -95,7 +95,9 @@ def judge(index: Index, links: Links, option: OptionInfo, archs: list[Arch],
                                          calls, archs, quantization, asking, about, shared,
                                          sources, becomes.get(choice))
             finally:
-                reads = index.recorder.close(saved, merge=False)
+                # kept as the reads themselves: the recorder's numbers are
+                # this scan's, the next scan's record of judging stands apart
+                reads = index.recorder.decode(index.recorder.close(saved, merge=False))
             judged = Judged(reads, tuple(asking.asked), verdicts)
         if memo is not None:
             memo.keep(option.dest, choice, judged)
