@@ -117,6 +117,11 @@ class CppLibrary:
         self.touched: set[str] = set()
 
     # -- files ---------------------------------------------------------------------------
+    @property
+    def facts_read(self) -> list[str]:
+        """The files whose facts this library holds (read, or loaded from the cache)."""
+        return [rel for rel, facts in self._facts.items() if facts is not None]
+
     def _read(self, rel: str) -> bytes | None:
         path = self.root / rel
         try:

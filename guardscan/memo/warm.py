@@ -1,6 +1,5 @@
 """memo (warmer): parse a tree into the facts cache in the background, on an idle core.
 
-
 A cold scan reads SGLang first and the kernel library last, one core busy
 most of the time. Meanwhile a background process parses the kernel library's
 files into the facts cache: the package's ``__init__`` and what it imports
@@ -15,6 +14,10 @@ its 3,375 files, 339 of them among the 736 the ``__init__`` reaches, and the
 rest of the tree is mostly vendored code no question reaches (CUTLASS's and
 CCCL's Python, 747 files). Parsing the whole tree cost a cold scan 38 s of
 CPU, a third of it, to save 5 s of waiting.
+
+Then it reads the library's C++ the same way, into the C++ facts cache
+(``memo.warm_cpp``): the sources of every JIT spec generator and the
+headers they include.
 
 The warmer never runs the code it reads, never raises into the scan, and
 stops between files when asked (its cache writes are atomic, so stopping
@@ -110,6 +113,9 @@ def _warm(tree: SourceTree, cache_dir: Path, stop: Event, go: Event | None = Non
             if stop.is_set():
                 return
             index.warm(rel)
+        from guardscan.memo.warm_cpp import warm_cpp
+
+        warm_cpp(index, stop)
     except Exception:  # noqa: BLE001 - a hint: never a failure of the scan
         return
 
