@@ -397,10 +397,13 @@ def conj(*items: Predicate) -> Predicate:
     """And with constant folding and flattening."""
     parts: list[Predicate] = []
     for item in _flatten(And, items):
-        if item == TRUE:
-            continue
-        if item == FALSE:
-            return FALSE
+        # ``item == TRUE``, without the dataclass comparisons it takes for
+        # every other kind (the most frequent call of a scan's linking)
+        if type(item) is Const:
+            if item.value == True:  # as Const(True) == item compares
+                continue
+            if item.value == False:
+                return FALSE
         if item not in parts:
             parts.append(item)
     if not parts:
@@ -412,10 +415,11 @@ def disj(*items: Predicate) -> Predicate:
     """Or with constant folding and flattening."""
     parts: list[Predicate] = []
     for item in _flatten(Or, items):
-        if item == FALSE:
-            continue
-        if item == TRUE:
-            return TRUE
+        if type(item) is Const:  # as in ``conj``
+            if item.value == False:
+                continue
+            if item.value == True:
+                return TRUE
         if item not in parts:
             parts.append(item)
     if not parts:
