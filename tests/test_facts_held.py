@@ -1,6 +1,7 @@
 """An index with a facts cache holds at most ``FACTS_HELD`` files' facts: the
 file read longest ago is let go (with the binding tables built from it) and
-loaded from the cache again when asked. What a scan says does not change:
+loaded from the cache again when asked (with the tables that name lookups and
+linking built from them). What a scan says does not change:
 checked on a small tree, one file at a time, and on a real release, whose
 every option on every arch is judged holding eight files' facts at most."""
 
@@ -16,7 +17,11 @@ from fixturetree import fixture
 from guardscan import index as index_module
 from guardscan.acquire import SourceTree
 from guardscan.driver import ScanOptions, analyse
+from guardscan.guards import Vocabulary
 from guardscan.index import Index
+from guardscan.link.conditions import Conditions
+from guardscan.link.context import LinkContext
+from guardscan.link.method_paths import MethodPaths
 from guardscan.names.bindings import BindingTables
 from guardscan.results import ScanResult
 
@@ -114,6 +119,35 @@ def test_the_binding_tables_of_a_file_let_go_go_with_it(
     tables.module_bindings("pkg/m1.py", "X1")
     assert "pkg/m0.py" not in tables._module and "pkg/m1.py" in tables._module
     assert [b.line for b in tables.module_bindings("pkg/m0.py", "X0")] == [3]
+
+
+def test_the_linkers_tables_of_a_file_let_go_go_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables of a file's facts by scope that linking builds (calls,
+    returns, any kind) go too, and come back the same from its reloaded facts."""
+    monkeypatch.setattr(index_module, "FACTS_HELD", 1)
+    tree = _tree(tmp_path / "tree", 2)
+    index = Index(tree, tmp_path / "cache")
+    vocab = Vocabulary(index)
+    conditions = Conditions(index, vocab)
+    paths = MethodPaths(LinkContext.of(index, vocab, [], None, ("flashinfer",)), conditions, ())
+    calls = vocab._interpreter.calls
+
+    def read(rel: str, function: str) -> tuple[object, ...]:
+        view = index.view(rel)
+        assert view is not None
+        return (conditions.by_scope(view, "returns", function),
+                calls.returns_by_scope(view)[function], paths._calls_in(view, function))
+
+    first = read("pkg/m0.py", "f0")
+    assert [len(part) for part in first] == [1, 1, 0]  # type: ignore[arg-type]
+    assert "pkg/m0.py" in conditions._scoped and "pkg/m0.py" in calls.returns_of \
+        and "pkg/m0.py" in paths._calls
+    read("pkg/m1.py", "f1")
+    assert "pkg/m0.py" not in conditions._scoped and "pkg/m0.py" not in calls.returns_of \
+        and "pkg/m0.py" not in paths._calls
+    assert "pkg/m1.py" in conditions._scoped
+    assert read("pkg/m0.py", "f0") == first
 
 
 def test_an_index_lets_go_of_tables_it_outlives(tmp_path: Path,

@@ -61,6 +61,12 @@ class FunctionCalls:
         self.func_memo: dict[tuple[str, str, tuple[tuple[str, Value], ...]], tuple[
             Value, tuple[tuple[str, int], ...], Reads]] = {}
         self.returns_of: dict[str, dict[str, list[ReturnFact]]] = {}
+        # built from a file's facts: let go with them
+        self.index.let_go_with(self.forget)
+
+    def forget(self, rel: str) -> None:
+        """Let go of ``rel``'s table of returns (the index let go of its facts)."""
+        self.returns_of.pop(rel, None)
 
     def clear(self) -> None:
         self.func_memo.clear()

@@ -98,7 +98,6 @@ class Vocabulary:
         # no memo keeps numbers of the recorder's table now (a record of
         # linking took its copy): judging numbers its reads afresh
         self._stack.recorder.reset()
-        self._stack.forget_reads()
         clear_caches()
 
     # -- questions from outside ---------------------------------------------------------

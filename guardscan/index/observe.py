@@ -115,13 +115,17 @@ class Recorder:
     table beside its answers and units, and the next scan numbers its reads
     on from it (``adopt``), so the stored numbers stay valid."""
 
-    __slots__ = ("frame", "ids", "items")
+    __slots__ = ("_distinct", "frame", "ids", "items")
 
     def __init__(self) -> None:
         self.frame: set[int] | None = None
         #: every read numbered, by number (one object per distinct read)
         self.items: list[Read] = []
         self.ids: dict[Read, int] = {}
+        #: one object per distinct set of reads handed out: memos keep the
+        #: same reads many times over (a scan of sglang 0.5.23 from stored
+        #: facts: 121k distinct of 285k, 15 of 32 MB)
+        self._distinct: dict[Reads, Reads] = {}
 
     def number(self, read: Read) -> int:
         """The number of ``read``, given it now if it has none."""
@@ -154,8 +158,9 @@ class Recorder:
             return b""
         if merge and saved is not None:
             saved |= frame
-        # in order: the same reads give the same bytes (memos keep each once)
-        return array("I", sorted(frame)).tobytes()
+        # in order: the same reads give the same bytes, kept once
+        data = array("I", sorted(frame)).tobytes()
+        return self._distinct.setdefault(data, data)
 
     def add(self, reads: Reads) -> None:
         """Reads done earlier on the current computation's behalf (a memo hit)."""
@@ -179,7 +184,7 @@ class Recorder:
 
     def reset(self) -> None:
         """Let go of the table: only once no memo keeps numbers of it."""
-        self.items, self.ids = [], {}
+        self.items, self.ids, self._distinct = [], {}, {}
 
 
 #: what a computation read, as the numbers of its reads in the recorder's

@@ -53,7 +53,14 @@ class Conditions:
         self.index = index
         self.vocab = vocab
         self._assert_trail: dict[tuple[str, int], tuple[tuple[str, int], ...]] = {}
-        self._scoped: dict[tuple[str, str], dict[str, list[Any]]] = {}
+        #: file -> fact kind -> scope -> that kind's facts directly in it
+        self._scoped: dict[str, dict[str, dict[str, list[Any]]]] = {}
+        # built from a file's facts: let go with them
+        index.let_go_with(self.forget)
+
+    def forget(self, rel: str) -> None:
+        """Let go of ``rel``'s tables (the index let go of its facts)."""
+        self._scoped.pop(rel, None)
 
     def cond(self, facts: FactsView, signed: int, scope: str = "") -> Predicate:
         """Branch test ``signed`` (negated when below 0), read in the scope it
@@ -135,10 +142,12 @@ class Conditions:
         """One kind of a file's facts (``calls``, ``raises``...) directly in
         ``scope``, in file order."""
         facts.note("scope", scope)
-        key = (facts.rel, kind)
-        table = self._scoped.get(key)
+        tables = self._scoped.get(facts.rel)
+        if tables is None:
+            tables = self._scoped[facts.rel] = {}
+        table = tables.get(kind)
         if table is None:
-            table = self._scoped[key] = {}
+            table = tables[kind] = {}
             for fact in getattr(facts.unobserved, kind):
                 table.setdefault(fact.scope, []).append(fact)
         return table.get(scope, [])

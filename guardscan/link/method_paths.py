@@ -142,6 +142,12 @@ class MethodPaths:
         self._edges: RecordedMemo[list[_Edge]] = RecordedMemo(ctx.index, ctx.vocab)
         self._classes: RecordedMemo[_ClassInfo | None] = RecordedMemo(ctx.index, ctx.vocab)
         self._calls: dict[str, dict[str, list[CallFact]]] = {}
+        # built from a file's facts: let go with them
+        ctx.index.let_go_with(self.forget)
+
+    def forget(self, rel: str) -> None:
+        """Let go of ``rel``'s table of calls (the index let go of its facts)."""
+        self._calls.pop(rel, None)
 
     def inside(self, rel: str) -> bool:
         return any(rel.startswith(d) for d in self.dirs)
