@@ -1,6 +1,6 @@
 """The C++ warmer (``memo.warm_cpp``): it reads the JIT sources every
 generator names, with the headers they include, into the C++ facts cache;
-a scan after it reads no C++ itself and gives the same result."""
+the kernel stage after it reads no C++ itself and answers the same."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fixturetree import FIXTURES
 
-import guardscan.cpp.link as link
 from guardscan.acquire import acquire
 from guardscan.arch import parse_arch
+from guardscan.cpp import link
 from guardscan.index import Index
 from guardscan.kernels.judge import LibraryJudge
 from guardscan.memo.warm import _warm
