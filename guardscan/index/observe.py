@@ -108,40 +108,32 @@ class Recorder:
     frame per memoised answer and per unit of work, so each knows exactly
     what it read (see ``guardscan.memo.records``).
 
-    Each distinct read gets a number, once (``items``, ``ids``): a frame is a
+    Each distinct read gets a number, once (``table``): a frame is a
     set of numbers, and what a computation read is handed back as those
     numbers' bytes (:data:`Reads`, four bytes a read), which memos keep and
     add to the frame that reuses them. A scan's record of linking stores this
     table beside its answers and units, and the next scan numbers its reads
     on from it (``adopt``), so the stored numbers stay valid."""
 
-    __slots__ = ("_distinct", "frame", "ids", "items")
+    __slots__ = ("_distinct", "frame", "table")
 
     def __init__(self) -> None:
         self.frame: set[int] | None = None
-        #: every read numbered, by number (one object per distinct read)
-        self.items: list[Read] = []
-        self.ids: dict[Read, int] = {}
+        #: every read numbered (one object per distinct read)
+        self.table = Table()
         #: one object per distinct set of reads handed out: memos keep the
         #: same reads many times over (a scan of sglang 0.5.23 from stored
         #: facts: 121k distinct of 285k, 15 of 32 MB)
         self._distinct: dict[Reads, Reads] = {}
-
-    def number(self, read: Read) -> int:
-        """The number of ``read``, given it now if it has none."""
-        number = self.ids.get(read)
-        if number is None:
-            number = self.ids[read] = len(self.items)
-            self.items.append(read)
-        return number
 
     def note(self, rel: str, key: tuple[Any, ...]) -> None:
         """``key`` was read of ``rel``: into the current frame, if any."""
         frame = self.frame
         if frame is not None:
             pair = (rel, key)
-            number = self.ids.get(pair)
-            frame.add(number if number is not None else self.number(pair))
+            table = self.table
+            number = table.ids.get(pair)
+            frame.add(number if number is not None else table.id(pair))
 
     def open(self) -> set[int] | None:
         """Start a new frame; returns the one it interrupts (for ``close``)."""
@@ -169,22 +161,21 @@ class Recorder:
 
     def decode(self, reads: Reads) -> tuple[Read, ...]:
         """The reads themselves, for a record kept apart from this table."""
-        items = self.items
+        items = self.table.items
         return tuple(items[i] for i in numbers(reads))
 
     def adopt(self, items: list[Read]) -> bool:
         """Number reads on from an earlier record's table ``items`` (whose
         numbers its answers and units use). Only before this recorder
         numbered anything: returns whether it did."""
-        if self.items:
+        if self.table.items:
             return False
-        self.items = list(items)
-        self.ids = {read: i for i, read in enumerate(self.items)}
+        self.table = Table(items)
         return True
 
     def reset(self) -> None:
         """Let go of the table: only once no memo keeps numbers of it."""
-        self.items, self.ids, self._distinct = [], {}, {}
+        self.table, self._distinct = Table(), {}
 
 
 #: what a computation read, as the numbers of its reads in the recorder's
@@ -218,8 +209,9 @@ class FactsView:
         frame = rec.frame
         if frame is not None:
             pair = (self.rel, key)
-            number = rec.ids.get(pair)
-            frame.add(number if number is not None else rec.number(pair))
+            table = rec.table
+            number = table.ids.get(pair)
+            frame.add(number if number is not None else table.id(pair))
 
     def kind(self, name: str) -> tuple[Any, ...]:
         """Every fact of one kind."""

@@ -219,7 +219,7 @@ class RecordingUnits(Units):
                 unit = replace(unit, queries=keys.encode(queries))
             units[key] = unit
         # the recorder's table as it stands (judging numbers on, then afresh)
-        return LinkRecord(self.context(), list(self.ctx.index.recorder.items), keys.items,
+        return LinkRecord(self.context(), list(self.ctx.index.recorder.table.items), keys.items,
                           answers, units)
 
     def _queries(self, unit: Unit) -> list[QueryKey] | tuple[QueryKey, ...]:
