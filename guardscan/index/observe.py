@@ -90,10 +90,9 @@ class Table:
     def encode(self, values: Iterable[Any]) -> bytes:
         return array("I", [self.id(v) for v in values]).tobytes()
 
-    def decode(self, data: bytes) -> list[Any]:
-        numbers = array("I")
-        numbers.frombytes(data)
-        return [self.items[i] for i in numbers]
+    def decode(self, data: bytes) -> tuple[Any, ...]:
+        items = self.items
+        return tuple(items[i] for i in numbers(data))
 
 
 def numbers(data: bytes) -> array[int]:
@@ -161,8 +160,7 @@ class Recorder:
 
     def decode(self, reads: Reads) -> tuple[Read, ...]:
         """The reads themselves, for a record kept apart from this table."""
-        items = self.table.items
-        return tuple(items[i] for i in numbers(reads))
+        return self.table.decode(reads)
 
     def adopt(self, items: list[Read]) -> bool:
         """Number reads on from an earlier record's table ``items`` (whose
