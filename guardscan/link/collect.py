@@ -89,7 +89,7 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     units = units if units is not None else Units()
     conditions = Conditions(index, vocab)
     quant = QuantizationMethods(ctx, conditions, units.took_context)
-    gates = Gates(ctx, conditions, quant, units.already_followed)
+    gates = Gates(ctx, conditions, quant, units.already_followed, units.part)
     units.bind(ctx, quant.condition_unlogged)
     links = Links()
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))

@@ -12,7 +12,8 @@ calls that leave the tree for the kernel library become ``KernelCall``\\ s.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import (
     ChoiceV,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
     from guardscan.link.quantization import QuantizationMethods
+    from guardscan.link.units import UnitKey
 
 __all__ = ["FOLLOW_DEPTH", "Gates", "backend_argument", "backend_choices", "literal_backend"]
 
@@ -75,14 +77,19 @@ _SUPER_INIT = "super().__init__"
 
 class Gates:
     """``already_followed``: the scan's record of calls followed (a call
-    followed once for a choice under a condition is not followed again)."""
+    followed once for a choice under a condition is not followed again).
+    ``part``: runs what a call followed out of a choice's code holds as a part
+    of the unit running (``Units.part``)."""
 
     def __init__(self, ctx: LinkContext, conditions: Conditions, quant: QuantizationMethods,
-                 already_followed: Callable[[tuple[str, str, str]], bool]) -> None:
+                 already_followed: Callable[[tuple[str, str, str]], bool],
+                 part: Callable[[UnitKey, Callable[[], Found], Any], Found] | None = None,
+                 ) -> None:
         self.ctx = ctx
         self.conditions = conditions
         self.quant = quant
         self.already_followed = already_followed
+        self.part = part or (lambda key, run, given: run())
         self.bound = BoundGates(ctx, conditions, quant)
         #: shared by the units: a hit counts as read by the unit that takes it
         self._platform_scopes: RecordedMemo[bool] = RecordedMemo(ctx.index, ctx.vocab)
@@ -478,9 +485,34 @@ class Gates:
     def _follow_target(self, target: tuple[str, str], facts: FactsView, call: CallFact,
                        dest: str, cond: Predicate, hops: tuple[Hop, ...], hop: Hop, depth: int,
                        out: Found, owned: bool) -> None:
-        ctx = self.ctx
         if self.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
             return
+        if depth == FOLLOW_DEPTH:
+            # a call followed out of a choice's code: replayed on its own when
+            # its unit runs again for another of its calls
+            found = self.part(
+                ("follow", facts.rel, str(call.line), call.func, dest, *target),
+                partial(self._target_found, target, facts, call, dest, cond, hops, hop, depth,
+                        owned),
+                (call, cond, hops, hop, owned))
+            out.findings.extend(found.findings)
+            out.kernel_calls.extend(found.kernel_calls)
+            return
+        self._into_target(target, facts, call, dest, cond, hops, hop, depth, out, owned)
+
+    def _target_found(self, target: tuple[str, str], facts: FactsView, call: CallFact,
+                      dest: str, cond: Predicate, hops: tuple[Hop, ...], hop: Hop, depth: int,
+                      owned: bool) -> Found:
+        out = Found()
+        self._into_target(target, facts, call, dest, cond, hops, hop, depth, out, owned)
+        return out
+
+    def _into_target(self, target: tuple[str, str], facts: FactsView, call: CallFact,
+                     dest: str, cond: Predicate, hops: tuple[Hop, ...], hop: Hop, depth: int,
+                     out: Found, owned: bool) -> None:
+        """What calling ``target`` holds for ``dest``: platform code, its gates,
+        its raises read with the call's arguments, and the calls it makes."""
+        ctx = self.ctx
         tfacts = ctx.index.view(target[0])
         if tfacts is None:
             return

@@ -84,6 +84,14 @@ class Units:
         except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
             return self.failed(key, exc)
 
+    def part(self, key: UnitKey, run: Callable[[], Found], given: Any) -> Found:
+        """Run a part of the unit running now (``key`` and ``given`` say which:
+        ``given`` holds whatever it is handed besides what it reads), and
+        return what it found. A part is no unit of its own: what it raises
+        goes to the unit. The plain runner runs it; one that records may
+        replay it when the unit runs again (``memo.link_units``)."""
+        return run()
+
     def failed(self, key: UnitKey, exc: Exception) -> Found:
         """A unit that raised: what it found so far is lost with it (it may
         be half of it), and an ``internal-error`` diagnostic says where."""

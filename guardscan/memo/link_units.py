@@ -47,6 +47,12 @@ class RecordingUnits(Units):
         #: while a unit runs: what it followed, the quantization contexts it took
         self._followed_log: list[tuple[Any, bool]] | None = None
         self._quant_log: list[tuple[tuple[str, ...], Predicate]] | None = None
+        #: while a unit runs: its key, and the parts it ran or replayed
+        self._running: UnitKey = ()
+        self._parts_log: list[UnitKey] | None = None
+        #: parts run again / replayed (not counted among the units)
+        self.parts_ran = 0
+        self.parts_replayed = 0
 
     def bind(self, ctx: LinkContext, quant_condition: QuantCondition) -> None:
         super().bind(ctx, quant_condition)
@@ -102,21 +108,17 @@ class RecordingUnits(Units):
         if prior is not None and self._replayable(prior):
             if state is not None:
                 state[1](prior.state)
-            self.followed.update(k for k, present in prior.followed if not present)
-            for query in self._queries(prior):
-                answer = vocab.stored_answer(query)
-                if answer is not None and answer.diagnostic is not None:
-                    vocab.report(answer.diagnostic)
-            self.units[key] = prior
             self.replayed += 1
-            return Found(list(prior.findings), list(prior.kernel_calls))
+            return self._replay(key, prior)
         self.ran += 1
         greps = len(index.grep_log)
         recorder = index.recorder
         saved = recorder.open()
         followed: list[tuple[Any, bool]] = []
         quant: list[tuple[tuple[str, ...], Predicate]] = []
-        self._followed_log, self._quant_log = followed, quant
+        parts: list[UnitKey] = []
+        self._running, self._followed_log, self._quant_log, self._parts_log = \
+            key, followed, quant, parts
         try:
             with vocab.noting_questions() as asked:
                 found = run()
@@ -124,14 +126,85 @@ class RecordingUnits(Units):
             return self.failed(key, exc)
         finally:
             reads = recorder.close(saved, merge=False)
-            self._followed_log = self._quant_log = None
+            self._followed_log = self._quant_log = self._parts_log = None
+            self._running = ()
         unit = self.units[key] = Unit(
             reads, tuple(dict.fromkeys(asked)), tuple(followed),
             tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
-            tuple(index.grep_log[greps:]), state[0]() if state is not None else None)
+            tuple(index.grep_log[greps:]), state[0]() if state is not None else None,
+            parts=tuple(dict.fromkeys(parts)))
         if self.prior is not None:
             self._changed(prior, unit)
         return found
+
+    def part(self, key: UnitKey, run: Callable[[], Found], given: Any) -> Found:
+        """Run a part of the unit running now, or replay it from the earlier
+        scan when it was handed the same (``given``, compared by equality) and
+        nothing it read changed (as a unit, ``_replayable``). Either way, what
+        it read, asked, followed and took counts for the unit too: a unit that
+        runs again replays the parts a change did not reach (the calls
+        followed out of one file, each its own part). What it raises goes to
+        the unit, and it is not recorded."""
+        if self._parts_log is None or self._followed_log is None or self._quant_log is None:
+            return run()  # no unit runs: nothing records it
+        assert given is not None
+        key = (*self._running, "part", *key)
+        self._parts_log.append(key)
+        vocab, index = self.ctx.vocab, self.ctx.index
+        prior = self.prior.units.get(key) if self.prior is not None else None
+        if prior is not None and prior.given == given and self._replayable(prior):
+            self.parts_replayed += 1
+            self._followed_log.extend(prior.followed)
+            self._quant_log.extend(prior.quant)
+            index.recorder.add(prior.reads)
+            vocab.note_asked(self._queries(prior))
+            return self._replay(key, prior)
+        self.parts_ran += 1
+        greps = len(index.grep_log)
+        recorder = index.recorder
+        saved = recorder.open()
+        outer = (self._running, self._followed_log, self._quant_log, self._parts_log)
+        followed: list[tuple[Any, bool]] = []
+        quant: list[tuple[tuple[str, ...], Predicate]] = []
+        parts: list[UnitKey] = []
+        self._running, self._followed_log, self._quant_log, self._parts_log = \
+            key, followed, quant, parts
+        try:
+            with vocab.noting_questions() as asked:
+                found = run()
+        finally:
+            reads = recorder.close(saved)  # the unit read it too
+            self._running, self._followed_log, self._quant_log, self._parts_log = outer
+        outer[1].extend(followed)
+        outer[2].extend(quant)
+        vocab.note_asked(asked)
+        self.units[key] = Unit(
+            reads, tuple(dict.fromkeys(asked)), tuple(followed),
+            tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
+            tuple(index.grep_log[greps:]), None, given, tuple(dict.fromkeys(parts)))
+        return found
+
+    def _replay(self, key: UnitKey, prior: Unit) -> Found:
+        """What replaying ``prior`` (a unit or a part) leaves: the calls it
+        followed marked followed, the diagnostics of its answers reported, it
+        and its parts in this scan's record; and what it found."""
+        vocab = self.ctx.vocab
+        self.followed.update(k for k, present in prior.followed if not present)
+        for query in self._queries(prior):
+            answer = vocab.stored_answer(query)
+            if answer is not None and answer.diagnostic is not None:
+                vocab.report(answer.diagnostic)
+        self._keep(key, prior)
+        return Found(list(prior.findings), list(prior.kernel_calls))
+
+    def _keep(self, key: UnitKey, prior: Unit) -> None:
+        """``prior`` goes into this scan's record as it is, with its parts."""
+        self.units[key] = prior
+        assert self.prior is not None
+        for part in prior.parts:
+            unit = self.prior.units.get(part)
+            if unit is not None:
+                self._keep(part, unit)
 
     def failed(self, key: UnitKey, exc: Exception) -> Found:
         """As the plain runner; and the unit is not recorded, so a later scan
@@ -194,7 +267,7 @@ class RecordingUnits(Units):
         too; this scan's record and counts go into the links."""
         if self.prior is not None:
             for key, unit in self.prior.units.items():
-                if key not in self.units:
+                if key not in self.units and unit.given is None:  # (a part's unit says)
                     self._changed(unit, None)
         self.record_out = self.record()
 

@@ -70,6 +70,11 @@ class Unit:
     greps: tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...] = ()
     #: what it left in the linker's state for later units, if anything
     state: Any = None
+    #: a part (a unit run inside another, ``RecordingUnits.part``): what it
+    #: was handed besides what it read, compared when it is replayed
+    given: Any = None
+    #: the parts run inside it, which go with it when it is replayed
+    parts: tuple[UnitKey, ...] = ()
 
 
 @dataclass
