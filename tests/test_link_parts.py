@@ -108,3 +108,39 @@ def test_an_edit_in_the_callers_scope_follows_both_calls_again(
 def test_the_plain_runner_runs_a_part() -> None:
     found = Found()
     assert Units().part(("follow", "x"), lambda: found, ("given",)) is found
+
+
+def test_a_method_linked_again_takes_what_functions_run_from_the_earlier_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memos the units share (``link.recorded``) keep their entries in
+    the record: after an edit to a branch in ``NvFp4LinearMethod.__init__``,
+    nvfp4's path is linked again, and what every other function on it runs
+    is taken from the earlier scan (``RecordingUnits._earlier``)."""
+    root, cache = tmp_path / "tree", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "quant_method_paths", root)
+    scan = {"quantization": "nvfp4"}
+    analyse(ScanOptions(target=str(root), kernels=False, offline=True, cache_dir=cache, **scan))
+    taken: list[tuple[str, Any, bool]] = []
+    earlier = RecordingUnits._earlier
+
+    def logged(self: RecordingUnits, name: str, key: Any) -> Any:
+        entry = earlier(self, name, key)
+        taken.append((name.split()[0], key, entry is not None))
+        return entry
+
+    monkeypatch.setattr(RecordingUnits, "_earlier", logged)
+    nvfp4 = "sglang/srt/layers/quantization/nvfp4.py"
+    _edit(root / nvfp4, "if self.quant_config.is_checkpoint_serialized:",
+          "if self.quant_config.is_checkpoint_serialized and is_sm90_supported():")
+    after = analyse(ScanOptions(target=str(root), kernels=False, offline=True, cache_dir=cache,
+                                **scan))
+    edges = {key[0]: hit for name, key, hit in taken if name == "edges"}
+    # the function edited is walked again; the others of its file, and those of
+    # the files it reaches, are taken as they were
+    assert [func for func, hit in edges.items() if not hit] == [
+        (nvfp4, "NvFp4LinearMethod.__init__")]
+    assert {rel for rel, _ in edges} == {nvfp4, "sglang/srt/layers/quantization/fp4_utils.py",
+                                         "sglang/srt/layers/quantization/base_config.py"}
+    fresh = analyse(ScanOptions(target=str(root), kernels=False, offline=True,
+                                cache_dir=tmp_path / "none", use_cache=False, **scan))
+    assert _json(after) == _json(fresh)

@@ -88,9 +88,10 @@ def collect_links(index: Index, vocab: Vocabulary, options: list[OptionInfo],
     ctx = LinkContext.of(index, vocab, options, quantization, kernel_packages)
     units = units if units is not None else Units()
     conditions = Conditions(index, vocab)
-    quant = QuantizationMethods(ctx, conditions, units.took_context)
-    gates = Gates(ctx, conditions, quant, units.already_followed, units.part)
+    quant = QuantizationMethods(ctx, conditions, units.took_context, units.recorded_memo)
     units.bind(ctx, quant.condition_unlogged)
+    gates = Gates(ctx, conditions, quant, units.already_followed, units.part,
+                  units.recorded_memo)
     links = Links()
     tokens = sorted({o.dest for o in options} | set(enum_names) | set(enum_methods))
     candidates = index.grep(tokens) if tokens else []

@@ -11,6 +11,7 @@ calls that leave the tree for the kernel library become ``KernelCall``\\ s.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from guardscan.link.model import (
     default_choices,
 )
 from guardscan.link.platform_code import platform_package
-from guardscan.link.recorded import RecordedMemo
+from guardscan.link.recorded import MemoFactory, RecordedMemo
 from guardscan.model_facts import mentions_model
 from guardscan.predicate import (
     Const,
@@ -84,6 +85,7 @@ class Gates:
     def __init__(self, ctx: LinkContext, conditions: Conditions, quant: QuantizationMethods,
                  already_followed: Callable[[tuple[str, str, str]], bool],
                  part: Callable[[UnitKey, Callable[[], Found], Any], Found] | None = None,
+                 memo: MemoFactory | None = None,
                  ) -> None:
         self.ctx = ctx
         self.conditions = conditions
@@ -92,7 +94,9 @@ class Gates:
         self.part = part or (lambda key, run, given: run())
         self.bound = BoundGates(ctx, conditions, quant)
         #: shared by the units: a hit counts as read by the unit that takes it
-        self._platform_scopes: RecordedMemo[bool] = RecordedMemo(ctx.index, ctx.vocab)
+        self._platform_scopes: RecordedMemo[bool] = (
+            memo("platform scopes", ctx.index, ctx.vocab) if memo is not None
+            else RecordedMemo(ctx.index, ctx.vocab))
 
     def scan_file(self, rel: str) -> Found:
         """Gates and defaults anywhere in one file."""
@@ -402,7 +406,7 @@ class Gates:
     def _module_gates(self, module: str, dest: str, region: Predicate,
                       hops: tuple[Hop, ...], out: Found) -> None:
         ctx = self.ctx
-        if self.already_followed((module, dest, repr(region))):
+        if self.already_followed((module, dest, _under(region))):
             return
         rel = ctx.index.by_module[module]
         facts = ctx.index.view(rel)
@@ -485,7 +489,7 @@ class Gates:
     def _follow_target(self, target: tuple[str, str], facts: FactsView, call: CallFact,
                        dest: str, cond: Predicate, hops: tuple[Hop, ...], hop: Hop, depth: int,
                        out: Found, owned: bool) -> None:
-        if self.already_followed((target[0], target[1], f"{dest}:{cond!r}")):
+        if self.already_followed((target[0], target[1], f"{dest}:{_under(cond)}")):
             return
         if depth == FOLLOW_DEPTH:
             # a call followed out of a choice's code: replayed on its own when
@@ -534,6 +538,12 @@ class Gates:
                                                 (*hops, hop)))
         self.follow_calls(tfacts, target[1], dest, cond, (*hops, hop), depth - 1, False, out,
                           owned)
+
+
+def _under(cond: Predicate) -> str:
+    """A condition as a key of calls followed: a digest of its ``repr``
+    (which can run to kilobytes, and every unit's record keeps its keys)."""
+    return hashlib.blake2b(repr(cond).encode(), digest_size=16).hexdigest()
 
 
 def _def_line(facts: FactsView, scope: str) -> int:

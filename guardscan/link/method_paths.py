@@ -39,7 +39,7 @@ from guardscan.index.facts import CallFact, ClassFact, FunctionFact
 from guardscan.index.observe import FactsView
 from guardscan.link.checkpoint_picks import picked_alternatives, picked_way, picks
 from guardscan.link.conditions import option_atoms
-from guardscan.link.recorded import RecordedMemo
+from guardscan.link.recorded import MemoFactory, RecordedMemo
 from guardscan.predicate import (
     TRUE,
     Predicate,
@@ -134,13 +134,17 @@ class MethodPath:
 class MethodPaths:
     """The paths of a scan's methods, sharing what one function calls."""
 
-    def __init__(self, ctx: LinkContext, conditions: Conditions, dirs: tuple[str, ...]) -> None:
+    def __init__(self, ctx: LinkContext, conditions: Conditions, dirs: tuple[str, ...],
+                 memo: MemoFactory | None = None) -> None:
         self.ctx = ctx
         self.conditions = conditions
         self.dirs = dirs
         # shared by the methods' units: a hit counts as read by the unit asking
-        self._edges: RecordedMemo[list[_Edge]] = RecordedMemo(ctx.index, ctx.vocab)
-        self._classes: RecordedMemo[_ClassInfo | None] = RecordedMemo(ctx.index, ctx.vocab)
+        # (what a function runs depends on the packages walked: in the name)
+        memo = memo or (lambda name, index, vocab: RecordedMemo(index, vocab))
+        self._edges: RecordedMemo[list[_Edge]] = memo(f"edges {dirs!r}", ctx.index, ctx.vocab)
+        self._classes: RecordedMemo[_ClassInfo | None] = memo(
+            f"classes {dirs!r}", ctx.index, ctx.vocab)
         self._calls: dict[str, dict[str, list[CallFact]]] = {}
         # built from a file's facts: let go with them
         ctx.index.let_go_with(self.forget)

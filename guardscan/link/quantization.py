@@ -48,6 +48,7 @@ from guardscan.syntax import parse_expr
 if TYPE_CHECKING:
     from guardscan.link.conditions import Conditions
     from guardscan.link.context import LinkContext
+    from guardscan.link.recorded import MemoFactory
     from guardscan.link.units import UnitState
 
 __all__ = ["QuantizationMethods"]
@@ -63,10 +64,12 @@ ContextObserver = Callable[[tuple[str, str, str], Predicate], None]
 
 class QuantizationMethods:
     def __init__(self, ctx: LinkContext, conditions: Conditions,
-                 observe: ContextObserver | None = None) -> None:
+                 observe: ContextObserver | None = None,
+                 memo: MemoFactory | None = None) -> None:
         self.ctx = ctx
         self.conditions = conditions
         self.observe = observe
+        self.memo = memo
         #: method -> (rel, config class)
         self.methods: dict[str, tuple[str, str]] = {}
         #: (rel, function) -> {method: how the method's path reaches it}
@@ -126,7 +129,8 @@ class QuantizationMethods:
     @property
     def paths(self) -> MethodPaths:
         if self._paths is None:
-            self._paths = MethodPaths(self.ctx, self.conditions, tuple(sorted(self.dirs)))
+            self._paths = MethodPaths(self.ctx, self.conditions, tuple(sorted(self.dirs)),
+                                      self.memo)
         return self._paths
 
     def scan_method(self, method: str) -> Found:

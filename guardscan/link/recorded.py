@@ -12,40 +12,64 @@ Example: the methods' paths (``link.method_paths``) share what a function
 calls between the ``--quantization`` methods, one unit each: the second
 method to reach ``fp8_utils.apply_fp8_linear`` reads its calls from here, and
 its unit still records that it read them.
+
+Because an entry keeps what it read and asked, it outlives the scan as a
+unit does: the recording runner (``Units.recorded_memo``) stores the entries
+in the record, and a unit that runs again after a change takes an earlier
+entry that still holds instead of computing it (the functions on a method's
+path that the change did not touch).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from guardscan.guards import QueryKey, Vocabulary
     from guardscan.index import Index
     from guardscan.index.observe import Reads
 
-__all__ = ["RecordedMemo"]
+__all__ = ["Entry", "MemoFactory", "RecordedMemo"]
 
 T = TypeVar("T")
 
+#: a value, what computing it read, the questions it asked, the pre-filters
+#: it asked (pattern, files asked or None, files matched)
+Entry = tuple[T, "Reads", tuple["QueryKey", ...],
+              tuple[tuple[bytes, "tuple[str, ...] | None", tuple[str, ...]], ...]]
+
 
 class RecordedMemo(Generic[T]):
-    """Values by key, each with the reads and questions that computed it."""
+    """Values by key, each with the reads and questions that computed it.
+    ``earlier``: an entry of the earlier scan's record that still holds for
+    ``key`` (value, reads, questions, pre-filters asked), or None (the unit
+    runner's, ``Units.recorded_memo``); a unit that runs again takes it as a
+    hit instead of computing it."""
 
-    def __init__(self, index: Index, vocab: Vocabulary) -> None:
+    def __init__(self, index: Index, vocab: Vocabulary,
+                 earlier: Callable[[Hashable], Entry[T] | None] | None = None) -> None:
         self.index = index
         self.vocab = vocab
-        self._memo: dict[Hashable, tuple[T, Reads, tuple[QueryKey, ...]]] = {}
+        self.earlier = earlier
+        #: what this scan computed or took from the earlier one
+        self.entries: dict[Hashable, Entry[T]] = {}
 
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The value for ``key``: ``compute()``'s, computed once."""
-        hit = self._memo.get(key)
+        hit = self.entries.get(key)
+        if hit is None and self.earlier is not None:
+            hit = self.earlier(key)
+            if hit is not None:
+                self.entries[key] = hit
         if hit is not None:
-            value, reads, asked = hit
+            value, reads, asked, _ = hit
             self.index.recorder.add(reads)
             self.vocab.note_asked(asked)
             return value
-        recorder = self.index.recorder
+        index = self.index
+        recorder = index.recorder
+        greps = len(index.grep_log)
         saved = recorder.open()
         try:
             with self.vocab.noting_questions() as questions:
@@ -54,5 +78,9 @@ class RecordedMemo(Generic[T]):
             # what it read counts for the computation that asked, too
             reads = recorder.close(saved)
         self.vocab.note_asked(questions)
-        self._memo[key] = (value, reads, tuple(questions))
+        self.entries[key] = (value, reads, tuple(questions), tuple(index.grep_log[greps:]))
         return value
+
+
+#: makes a memo the units share, by its name (``Units.recorded_memo``)
+MemoFactory = Callable[[str, "Index", "Vocabulary"], RecordedMemo[Any]]

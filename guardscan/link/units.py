@@ -23,10 +23,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from guardscan.link.model import Found
+from guardscan.link.recorded import RecordedMemo
 from guardscan.messages import internal_error, scanned_line
 from guardscan.predicate import Predicate
 
 if TYPE_CHECKING:
+    from guardscan.guards import Vocabulary
+    from guardscan.index import Index
     from guardscan.link.context import LinkContext
 
 __all__ = ["QuantCondition", "UnitKey", "UnitState", "Units"]
@@ -83,6 +86,12 @@ class Units:
             return run()
         except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
             return self.failed(key, exc)
+
+    def recorded_memo(self, name: str, index: Index, vocab: Vocabulary) -> RecordedMemo[Any]:
+        """A memo the units share (``link.recorded``), named for the scan's
+        record: what it computes depends on its key and ``name`` alone. A
+        runner that records keeps its entries for the next scan."""
+        return RecordedMemo(index, vocab)
 
     def part(self, key: UnitKey, run: Callable[[], Found], given: Any) -> Found:
         """Run a part of the unit running now (``key`` and ``given`` say which:

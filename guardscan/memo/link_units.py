@@ -12,20 +12,27 @@ which tells the judge which choices to judge again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import Answer, QueryKey
 from guardscan.link.model import Found, Links
+from guardscan.link.recorded import Entry, RecordedMemo
 from guardscan.link.units import QuantCondition, UnitKey, Units, UnitState
 from guardscan.memo.records import Changes, LinkRecord, Table, Unit, numbers
 from guardscan.predicate import Predicate
 
 if TYPE_CHECKING:
+    from guardscan.guards import Vocabulary
+    from guardscan.index import Index
     from guardscan.link.context import LinkContext
 
 __all__ = ["RecordingUnits"]
+
+#: a memo's entry's ``given`` (``recorded_memo``)
+_MEMO = "a memo's entry"
 
 
 class RecordingUnits(Units):
@@ -53,6 +60,8 @@ class RecordingUnits(Units):
         #: parts run again / replayed (not counted among the units)
         self.parts_ran = 0
         self.parts_replayed = 0
+        #: the memos the units share, by name (``recorded_memo``)
+        self._memos: dict[str, RecordedMemo[Any]] = {}
 
     def bind(self, ctx: LinkContext, quant_condition: QuantCondition) -> None:
         super().bind(ctx, quant_condition)
@@ -184,6 +193,58 @@ class RecordingUnits(Units):
             tuple(index.grep_log[greps:]), None, given, tuple(dict.fromkeys(parts)))
         return found
 
+    def recorded_memo(self, name: str, index: Index, vocab: Vocabulary) -> RecordedMemo[Any]:
+        """A memo the units share, whose entries go into the record (a unit
+        of their own each, keyed ``("memo", name, key)``, its value the
+        unit's ``state``) and are taken from the earlier scan's while they
+        hold, as a unit is replayed."""
+        memo: RecordedMemo[Any] = RecordedMemo(index, vocab, partial(self._earlier, name))
+        self._memos[name] = memo
+        return memo
+
+    def _earlier(self, name: str, key: Hashable) -> Entry[Any] | None:
+        """The earlier scan's entry of memo ``name`` for ``key``, if it holds."""
+        if self.prior is None:
+            return None
+        ukey: Any = ("memo", name, key)
+        prior = self.prior.units.get(ukey)
+        if prior is None or not self._replayable(prior):
+            return None
+        self.units[ukey] = prior
+        return prior.state, prior.reads, tuple(self._queries(prior)), prior.greps
+
+    def _memo_units(self) -> None:
+        """The memos' entries into this scan's record: those computed now,
+        and the earlier scan's that no unit took but that hold without
+        asking anything again (what they read is unchanged, every answer
+        they used is kept or was asked again and came out the same)."""
+        for name, memo in self._memos.items():
+            for key, (value, reads, asked, greps) in memo.entries.items():
+                ukey: Any = ("memo", name, key)
+                if ukey not in self.units:
+                    self.units[ukey] = Unit(reads, tuple(dict.fromkeys(asked)), (), (), [], [],
+                                            greps, value, _MEMO)
+        if self.prior is None or self.changes is None:
+            return
+        for ukey, unit in self.prior.units.items():
+            if unit.given == _MEMO and ukey not in self.units and self._holds(unit):
+                self.units[ukey] = unit
+
+    def _holds(self, unit: Unit) -> bool:
+        """Whether ``unit`` (a memo's entry) holds now, asking nothing again."""
+        assert self.changes is not None
+        if self.changes.any(unit.reads) or unit.greps:
+            return False
+        vocab = self.ctx.vocab
+        for query in self._queries(unit):
+            if query in vocab.stored:
+                continue
+            new, old = vocab.answers.get(query), vocab.former.get(query)
+            if new is None or old is None or new.value != old.value \
+                    or new.diagnostic != old.diagnostic:
+                return False
+        return True
+
     def _replay(self, key: UnitKey, prior: Unit) -> Found:
         """What replaying ``prior`` (a unit or a part) leaves: the calls it
         followed marked followed, the diagnostics of its answers reported, it
@@ -269,6 +330,7 @@ class RecordingUnits(Units):
             for key, unit in self.prior.units.items():
                 if key not in self.units and unit.given is None:  # (a part's unit says)
                     self._changed(unit, None)
+        self._memo_units()
         self.record_out = self.record()
 
     def record(self) -> LinkRecord:
