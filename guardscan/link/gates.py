@@ -33,7 +33,7 @@ from guardscan.link.alias_tables import alias_table_renames
 from guardscan.link.bound_gates import BoundGates
 from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
-from guardscan.link.dispatch_reach import dispatch_reach
+from guardscan.link.dispatch_reach import Reach, dispatch_reach
 from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
 from guardscan.link.kernel_args import call_arguments
 from guardscan.link.model import (
@@ -104,6 +104,7 @@ class Gates:
         facts = ctx.index.view(rel)
         if facts is None:
             return out
+        reaches: dict[str, Reach | None] = {}  # each scope's, asked once
         for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
             escape: Predicate | None = None
             model_only = not mentions_device(cond) and mentions_model(cond)
@@ -130,7 +131,9 @@ class Gates:
                 "the method builds"),)
             dests = sorted({a.option for a in option_atoms(cond)})
             hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
-            reach = dispatch_reach(ctx.index, self.conditions, facts, scope)
+            if scope not in reaches:
+                reaches[scope] = dispatch_reach(ctx.index, self.conditions, facts, scope)
+            reach = reaches[scope]
             if model_only:
                 # a test of the model alone is a gate only in code a choice's
                 # dispatch reaches: elsewhere in the file, what calls it (a

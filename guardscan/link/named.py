@@ -126,6 +126,15 @@ class NamedModules:
             return
         region = OptionIs(dest, frozenset({choice}))
         link = Hop(rel, 1, HopRole.LINK, f"module named for {choice}")
+        # when each scope runs, asked once per scope (its calls share it)
+        when: dict[str, Predicate] = {}
+
+        def called_when(scope: str) -> Predicate:
+            known = when.get(scope)
+            if known is None:
+                known = when[scope] = self._called_when(facts, scope, dest)
+            return known
+
         for call in facts.calls:
             if parse_expr(call.func) is None:
                 continue
@@ -134,14 +143,14 @@ class NamedModules:
                 # a wrapper elsewhere in the tree (``kernels/ops/.../flash_mla_interface``):
                 # the kernel calls it makes are the choice's, one level down
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
-                            self._called_when(facts, call.scope, dest))
+                            called_when(call.scope))
                 hops = (link, Hop(rel, call.line, HopRole.CALL, call.func))
                 self._wrapper_kernel_calls(dest, choice, callee, cond, hops, out)
                 self._wrapper_gates(dest, callee, cond, hops, out)
                 continue
             if isinstance(callee, ExtV) and callee.path.split(".")[0] in ctx.kernel_packages:
                 cond = conj(region, self.conditions.path(facts, call.path, call.scope),
-                            self._called_when(facts, call.scope, dest))
+                            called_when(call.scope))
                 out.kernel_calls.append(KernelCall(
                     dest, cond, callee.path, rel, call.line,
                     (link, Hop(rel, call.line, HopRole.CALL, call.func)),
