@@ -110,8 +110,12 @@ class NameLookup:
         else:
             scopes = known[0]
             stack.recorder.add(known[1])
+        tables = self.tables
         for sc in scopes:
-            lkey = (rel, sc, name, line)
+            # a name the scope neither assigns nor imports is looked up the
+            # same on every line of it: one entry for them all
+            lkey = (rel, sc, name, line if name in tables.scope_assigns(facts, sc)
+                    or name in tables.scope_imports(facts, sc) else -1)
             lhit = self.local_memo.get(lkey)
             if lhit is not None:
                 local = lhit[0]
