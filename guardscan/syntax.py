@@ -118,7 +118,7 @@ def _literal_value(node: ast.AST) -> object:
     return _signed_number(node)
 
 
-@functools.lru_cache(maxsize=16_384)  # nodes come from ``parse_expr``'s cache, never change
+@functools.lru_cache(maxsize=4_096)  # nodes come from ``parse_expr``'s cache, never change
 def unparse(node: ast.AST | None) -> str:
     """The source text of a node (``?`` when it has none)."""
     if node is None:
