@@ -39,6 +39,8 @@ class EvaluationStack:
         #: now (``_NO_CUT``: none; -1: the depth limit was met)
         self.low = _NO_CUT
         self.depth = 0
+        #: each distinct trail a memo keeps, once (many memos keep the same)
+        self._trails: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = {}
 
     def enter(self, key: object) -> Frame:
         """Start evaluating ``key`` (a memo key)."""
@@ -77,4 +79,9 @@ class EvaluationStack:
         the order first met: what a memo keeps (its answer's trail, replayed
         on every hit; repeats would only lengthen every trail it joins, and
         the vocabulary keeps each line once, first met first)."""
-        return tuple(dict.fromkeys(self.trail[state[2]:]))
+        trail = tuple(dict.fromkeys(self.trail[state[2]:]))
+        return self._trails.setdefault(trail, trail)
+
+    def forget_trails(self) -> None:
+        """Let go of the distinct trails (once no memo keeps them)."""
+        self._trails = {}

@@ -98,6 +98,7 @@ class Vocabulary:
         # no memo keeps numbers of the recorder's table now (a record of
         # linking took its copy): judging numbers its reads afresh
         self._stack.recorder.reset()
+        self._stack.forget_trails()
         clear_caches()
 
     # -- questions from outside ---------------------------------------------------------

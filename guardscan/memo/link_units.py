@@ -341,18 +341,25 @@ class RecordingUnits(Units):
         keys = Table(self.prior.keys if self.prior is not None else None)
         answers: dict[int, Answer] = {}
         units: dict[UnitKey, Unit] = {}
+        prior_keys = self.prior.keys if self.prior is not None else []
         for key, unit in self.units.items():
-            queries = self._queries(unit)
-            for query in queries:
+            if isinstance(unit.queries, bytes):
+                # the earlier record's numbers: this table numbers on from it
+                for number in numbers(unit.queries):
+                    if number not in answers:
+                        answer = vocab.stored_answer(prior_keys[number])
+                        if answer is not None:
+                            answers[number] = answer
+                units[key] = unit
+                continue
+            for query in unit.queries:
                 number = keys.id(query)
                 if number in answers:
                     continue
                 answer = vocab.stored_answer(query)
                 if answer is not None:
                     answers[number] = answer
-            if not isinstance(unit.queries, bytes):
-                unit = replace(unit, queries=keys.encode(queries))
-            units[key] = unit
+            units[key] = replace(unit, queries=keys.encode(unit.queries))
         # the recorder's table as it stands (judging numbers on, then afresh)
         return LinkRecord(self.context(), list(self.ctx.index.recorder.table.items), keys.items,
                           answers, units)
