@@ -12,8 +12,9 @@ which tells the judge which choices to judge again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,18 @@ __all__ = ["RecordingUnits"]
 
 #: a memo's entry's ``given`` (``recorded_memo``)
 _MEMO = "a memo's entry"
+
+
+@dataclass(slots=True)
+class _Log:
+    """What a unit or part did while it ran (``RecordingUnits._logging``)."""
+
+    greps: int
+    followed: list[tuple[Any, bool]] = field(default_factory=list)
+    quant: list[tuple[tuple[str, ...], Predicate]] = field(default_factory=list)
+    parts: list[UnitKey] = field(default_factory=list)
+    asked: list[QueryKey] = field(default_factory=list)
+    reads: bytes = b""
 
 
 class RecordingUnits(Units):
@@ -112,7 +125,6 @@ class RecordingUnits(Units):
         """Run one unit of linking, or replay it from the earlier scan (see
         ``guardscan.memo.records``), and return what it found. ``state``: how
         to take and restore what the unit leaves for later units."""
-        vocab, index = self.ctx.vocab, self.ctx.index
         prior = self.prior.units.get(key) if self.prior is not None else None
         if prior is not None and self._replayable(prior):
             if state is not None:
@@ -120,28 +132,13 @@ class RecordingUnits(Units):
             self.replayed += 1
             return self._replay(key, prior)
         self.ran += 1
-        greps = len(index.grep_log)
-        recorder = index.recorder
-        saved = recorder.open()
-        followed: list[tuple[Any, bool]] = []
-        quant: list[tuple[tuple[str, ...], Predicate]] = []
-        parts: list[UnitKey] = []
-        self._running, self._followed_log, self._quant_log, self._parts_log = \
-            key, followed, quant, parts
         try:
-            with vocab.noting_questions() as asked:
+            with self._logging(key, merge=False) as log:
                 found = run()
         except Exception as exc:  # noqa: BLE001 - one unit never stops the scan
             return self.failed(key, exc)
-        finally:
-            reads = recorder.close(saved, merge=False)
-            self._followed_log = self._quant_log = self._parts_log = None
-            self._running = ()
-        unit = self.units[key] = Unit(
-            reads, tuple(dict.fromkeys(asked)), tuple(followed),
-            tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
-            tuple(index.grep_log[greps:]), state[0]() if state is not None else None,
-            parts=tuple(dict.fromkeys(parts)))
+        unit = self.units[key] = self._recorded(
+            log, found, state[0]() if state is not None else None, None)
         if self.prior is not None:
             self._changed(prior, unit)
         return found
@@ -169,29 +166,40 @@ class RecordingUnits(Units):
             vocab.note_asked(self._queries(prior))
             return self._replay(key, prior)
         self.parts_ran += 1
-        greps = len(index.grep_log)
-        recorder = index.recorder
-        saved = recorder.open()
-        outer = (self._running, self._followed_log, self._quant_log, self._parts_log)
-        followed: list[tuple[Any, bool]] = []
-        quant: list[tuple[tuple[str, ...], Predicate]] = []
-        parts: list[UnitKey] = []
-        self._running, self._followed_log, self._quant_log, self._parts_log = \
-            key, followed, quant, parts
-        try:
-            with vocab.noting_questions() as asked:
-                found = run()
-        finally:
-            reads = recorder.close(saved)  # the unit read it too
-            self._running, self._followed_log, self._quant_log, self._parts_log = outer
-        outer[1].extend(followed)
-        outer[2].extend(quant)
-        vocab.note_asked(asked)
-        self.units[key] = Unit(
-            reads, tuple(dict.fromkeys(asked)), tuple(followed),
-            tuple(dict.fromkeys(quant)), list(found.findings), list(found.kernel_calls),
-            tuple(index.grep_log[greps:]), None, given, tuple(dict.fromkeys(parts)))
+        followed_log, quant_log = self._followed_log, self._quant_log
+        with self._logging(key, merge=True) as log:  # the unit read it too
+            found = run()
+        followed_log.extend(log.followed)
+        quant_log.extend(log.quant)
+        vocab.note_asked(log.asked)
+        self.units[key] = self._recorded(log, found, None, given)
         return found
+
+    @contextmanager
+    def _logging(self, key: UnitKey, merge: bool) -> Iterator[_Log]:
+        """While the unit or part ``key`` runs: what it followed, took, ran
+        as parts and asked, into its own log; what it read, in ``log.reads``
+        once it ends (also the enclosing frame's when ``merge``)."""
+        index = self.ctx.index
+        log = _Log(len(index.grep_log))
+        outer = (self._running, self._followed_log, self._quant_log, self._parts_log)
+        self._running, self._followed_log, self._quant_log, self._parts_log = \
+            key, log.followed, log.quant, log.parts
+        saved = index.recorder.open()
+        try:
+            with self.ctx.vocab.noting_questions() as asked:
+                log.asked = asked
+                yield log
+        finally:
+            log.reads = index.recorder.close(saved, merge=merge)
+            self._running, self._followed_log, self._quant_log, self._parts_log = outer
+
+    def _recorded(self, log: _Log, found: Found, state: Any, given: Any) -> Unit:
+        """A unit or part as it ran, for the record."""
+        return Unit(log.reads, tuple(dict.fromkeys(log.asked)), tuple(log.followed),
+                    tuple(dict.fromkeys(log.quant)), list(found.findings),
+                    list(found.kernel_calls), tuple(self.ctx.index.grep_log[log.greps:]),
+                    state, given, tuple(dict.fromkeys(log.parts)))
 
     def recorded_memo(self, name: str, index: Index, vocab: Vocabulary) -> RecordedMemo[Any]:
         """A memo the units share, whose entries go into the record (a unit
