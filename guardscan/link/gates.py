@@ -17,19 +17,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import (
-    ChoiceV,
     ClassV,
     ConstV,
     EnumMemberV,
     ExtV,
     FuncV,
-    OptV,
-    Value,
-    Vocabulary,
 )
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.alias_tables import alias_table_renames
+from guardscan.link.backend_argument import backend_argument, backend_choices
 from guardscan.link.bound_gates import BoundGates
 from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import option_atoms
@@ -67,7 +64,7 @@ if TYPE_CHECKING:
     from guardscan.link.quantization import QuantizationMethods
     from guardscan.link.units import UnitKey
 
-__all__ = ["FOLLOW_DEPTH", "Gates", "backend_argument", "backend_choices", "literal_backend"]
+__all__ = ["FOLLOW_DEPTH", "Gates"]
 
 #: How many calls away from a choice's own code a gate still counts.
 FOLLOW_DEPTH = 2
@@ -566,40 +563,6 @@ def _module_function(facts: FactsView, scope: str) -> bool:
     if not func.cls:
         return "." not in scope
     return scope.count(".") == 1 and scope.endswith(".__init__")
-
-
-def literal_backend(vocab: Vocabulary, facts: FactsView, call: CallFact) -> str | None:
-    """A ``backend=`` argument that resolves to a string, e.g. ``backend="cudnn"``."""
-    value = backend_argument(vocab, facts, call)
-    return value.value if isinstance(value, ConstV) and isinstance(value.value, str) else None
-
-
-def backend_argument(vocab: Vocabulary, facts: FactsView, call: CallFact) -> Value | None:
-    """The value of a call's ``backend=`` argument (None: it has none)."""
-    for name, text in call.kwargs:
-        if name == "backend":
-            if parse_expr(text) is None:
-                return None
-            return vocab.value(text, facts.rel, call.scope, call.line)
-    return None
-
-
-def backend_choices(value: Value | None, choices: dict[str, tuple[str, ...]],
-                    ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
-    """(dest, (choice, string)...) when a ``backend=`` value is computed from an
-    option's value (``backend.removeprefix("flashinfer_")``, or the value itself)."""
-    if isinstance(value, OptV) and value.dest in choices:
-        return value.dest, tuple((c, c) for c in choices[value.dest])
-    if isinstance(value, ChoiceV) and value.dest in choices:
-        # a mapping that renames some choices (``flashinfer_trtllm`` ->
-        # ``trtllm``) marks those as the library's backends; the choices it
-        # passes through unchanged (``marlin``, ``auto``) are not taken to make
-        # the call (they are SGLang's own paths, or resolved elsewhere)
-        strings = value.strings()
-        renamed = tuple((c, s) for c, s in strings if c != s)
-        strings = renamed or strings
-        return (value.dest, strings) if strings else None
-    return None
 
 
 def _test_text(test: Predicate, atom: OptionIs) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from guardscan.guards import ExtV, FuncV
 from guardscan.index.observe import FactsView
-from guardscan.link.gates import literal_backend
+from guardscan.link.backend_argument import literal_backend
 from guardscan.link.ifexp import conditional_calls
 from guardscan.link.kernel_args import call_arguments
 from guardscan.link.model import Finding, FindingKind, Found, Hop, HopRole, KernelCall
