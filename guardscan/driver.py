@@ -46,6 +46,7 @@ from guardscan.results import (
     Verdict,
 )
 from guardscan.verdict import JudgeMemo, KernelJudge, judge, quantization_notes
+from guardscan.verdict.split import judge_options, work
 
 if TYPE_CHECKING:
     from guardscan.binaries.pinned import CompiledSource
@@ -77,6 +78,10 @@ class ScanOptions:
     #: the model the launch serves: its ``config.json`` (``--model-config``,
     #: a local ``--model-path``); None = judged for the common model
     model_config: Path | None = None
+    #: judge the later options in a forked process (``verdict.split``): None
+    #: where the work is worth it and the process can fork; False never (tests
+    #: that prove the split changes nothing compare the two)
+    split: bool | None = None
 
 
 @dataclass
@@ -373,11 +378,16 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     asked = AskedBy(kernel_judge) if kernel_judge is not None else None
     if asked is not None:
         _ask_kernel_questions(links, options, opts.archs, asked)
-    for option in options:
+
+    def named(option: OptionInfo) -> None:
         if asked is not None:
             asked.option = option.flag
-        result.backends.extend(_judge_option(index, links, option, opts, asked, judging,
-                                             faults, served))
+
+    result.backends.extend(judge_options(
+        options, lambda option, kernels, memo, out: _judge_option(
+            index, links, option, opts, kernels, memo, out, served),
+        work(links, options, opts.archs, judging), index, asked, judging, faults, named,
+        opts.split))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics, *(d for _, d in faults)]
     kernel_diagnostics: list[Diagnostic] = []

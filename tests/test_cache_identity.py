@@ -1,7 +1,8 @@
 """Speed changes no verdict. On both real SGLang releases:
 
 - the verdict JSON is byte-identical with the caches warm (per-file facts, the
-  whole result) and off (``--no-cache``);
+  whole result) and off (``--no-cache``), and judged on one process or split
+  over two (``verdict.split``);
 - without the text pre-filter (every file parsed and read as a candidate: the
   slow way the pre-filter exists to avoid) every verdict is the same, with
   the same conditions and the same evidence, line for line (the guard
@@ -49,14 +50,17 @@ def test_same_verdicts_with_and_without_cache(
         fixture: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     tree = request.getfixturevalue(fixture)
     shared = realtrees.shared_cache_dir()
-    # no cache at all (--no-cache): every file parsed and analysed in this run
-    reference = _scan(tree, cache_dir=tmp_path / "unused", use_cache=False)
+    # no cache at all (--no-cache): every file parsed and analysed in this run,
+    # judged in one process (the scans below may judge on two: ``verdict.split``)
+    reference = _scan(tree, cache_dir=tmp_path / "unused", use_cache=False, split=False)
     assert not (tmp_path / "unused").exists()
     text = _json(reference)
     assert '"verdict": "blocked"' in text  # a scan that found something
     # with the cache: facts from it (the result stored), then the whole result
     assert _json(_scan(tree, cache_dir=shared)) == text
     assert _json(_scan(tree, cache_dir=shared)) == text
+    # every stage again from the cached facts, judged on two processes
+    assert _json(_scan(tree, cache_dir=shared, full=True, split=True)) == text
 
 
 #: without the pre-filter, 0.5.23's scan reads every file as a candidate (about

@@ -209,6 +209,15 @@ class Index:
         """sha256 of the file's bytes as the scan read them (None: never read)."""
         return self._digests.get(rel)
 
+    def take_outcome(self, outcome: FileOutcome) -> None:
+        """Another process's outcome for a file this index has none for
+        (``index.reads``): its status, the facts loaded again if asked."""
+        if outcome.rel not in self.outcomes:
+            self.outcomes[outcome.rel] = FileOutcome(outcome.rel, outcome.status,
+                                                     reason=outcome.reason, line=outcome.line)
+            if outcome.status == "analysed":
+                self._dropped.add(outcome.rel)
+
     def drop_facts(self) -> None:
         """Stop holding parsed facts; they are loaded again (from the cache, or
         by parsing) if asked for. ``outcomes`` keeps every file's status."""
