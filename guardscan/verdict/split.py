@@ -1,31 +1,34 @@
-"""verdicts (split): the options judged on two cores, the later ones in a forked process, with what one process gives.
+"""verdicts (split): the options judged on two cores, in two forked processes, with what one process gives.
 
 Judging is a tenth of a cold scan and most of a scan that reuses the
 linking (another ``--quantization``, a guard edit), on one core. Each option
 is judged on its own, from the same links, index and kernel answers, so the
-options can be split: this process judges the first ones (in order), a
-forked child the rest, and the child sends back what one process would have
-kept of them:
+options can be shared out: two forked children judge them, each taking the
+next option not yet taken (the costliest first, by ``work``), while this
+process waits. Each child sends back what one process would have kept of
+its options:
 
 - each option's verdicts and what it handed the memo of judged choices (its
   ``keep`` and ``forget`` calls, in order), and the faults it met;
 - every question it asked the kernel judge, in order, with the answer it
-  got. This process asks them again, option by option, after its own
-  options: the judge (and the driver's record of who asked what,
-  ``memo.narrow.AskedBy``) ends as it would have, asked in the same order.
-  The kernel answers were worked out before judging began
+  got. This process asks them again, option by option in the options'
+  order: the judge (and the driver's record of who asked what,
+  ``memo.narrow.AskedBy``) ends as one process judging the options in order
+  leaves it. The kernel answers were worked out before judging began
   (``driver._ask_kernel_questions``), so these are lookups; should an
   answer come out differently here (a question judging was first to ask,
   whose answer can depend on the order), that option and every later one
-  are judged again here, and the child's verdicts for them are dropped;
+  are judged here, and the children's verdicts for them are dropped;
 - what it read of the tree (``index.reads``), for the result cache.
 
-The split is where the work before it is half the estimate (``work``); a
-child that fails in any way (it cannot be forked, it dies, its answer does
-not load) leaves its options to this process. Forking is only done where the
-process has one thread (a fork copies only the calling thread, and a lock
-another thread holds would stay held in the child), on a machine with two
-cores or more, and where ``os.fork`` exists.
+This process judges nothing itself: a question it answered first would be
+worked out in another order than one process judging in order asks it, and
+nothing here could tell. A child that fails in any way (it cannot be forked,
+it dies, what it sends does not load) leaves its options, and every later
+one, to this process. Forking is only done where the process has one thread
+(a fork copies only the calling thread, and a lock another thread holds
+would stay held in the child), on a machine with two cores or more, where
+``os.fork`` exists, and for at least ``MIN_WORK``.
 """
 
 from __future__ import annotations
