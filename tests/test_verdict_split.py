@@ -172,3 +172,12 @@ def test_a_split_scan_is_the_serial_scan(tmp_path: Path) -> None:
     moe.write_text(moe.read_text() + "\n\ndef unused():\n    return 1\n")
     again = {split: _scan(tree, tmp_path / f"cache-{split}", split) for split in (False, True)}
     assert again[True] == again[False] == runs[False][0]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_meanwhile_runs_once_here(split: bool) -> None:
+    me, ran = os.getpid(), []
+    index = Index(SourceTree(Path("."), "sglang", None, (), "test"))
+    judge_options(OPTIONS, _judge_one, [1] * 6, index, _Judge(), None, [], lambda o: None,
+                  split=split, meanwhile=lambda: ran.append(os.getpid()))
+    assert ran == [me]

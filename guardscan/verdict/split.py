@@ -1,10 +1,10 @@
-"""verdicts (split): the options judged on two cores, in two forked processes, with what one process gives.
+"""verdicts (split): the options judged on every core (up to four), in forked processes, with what one process gives.
 
 Judging is a tenth of a cold scan and most of a scan that reuses the
 linking (another ``--quantization``, a guard edit), on one core. Each option
 is judged on its own, from the same links, index and kernel answers, so the
-options can be shared out: two forked children judge them, each taking the
-next option not yet taken (the costliest first, by ``work``), while this
+options can be shared out: forked children (one per core, ``MAX_CHILDREN``
+at most) judge them, each taking the next option not yet taken (the costliest first, by ``work``), while this
 process waits. Each child sends back what one process would have kept of
 its options:
 
@@ -51,11 +51,16 @@ from guardscan.predicate import Tri
 from guardscan.results import BackendVerdict, Diagnostic, Evidence, OptionInfo
 from guardscan.verdict.model import Judged, JudgeMemo, KernelJudge
 
-__all__ = ["MIN_WORK", "can_fork", "judge_options", "work"]
+__all__ = ["MAX_CHILDREN", "MIN_WORK", "can_fork", "judge_options", "work"]
 
 #: below this much estimated work (``work``), the fork and the transfer cost
 #: more than the second core saves
 MIN_WORK = 50_000
+
+#: children at most (one per core): the costliest options take about a second
+#: each on sglang 0.5.23 (``--moe-runner-backend``, its speculative twin), and
+#: bound the time however many more there are
+MAX_CHILDREN = 4
 
 #: judges one option: (option, the kernel judge to ask, the memo of judged
 #: choices, the list its faults go to) -> its verdicts
@@ -164,29 +169,38 @@ class _Judged:
 def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne, costs: Sequence[int],
                   index: Index, kernels: KernelJudge | None, memo: JudgeMemo | None,
                   faults: list[tuple[str, Diagnostic]], before_option: Callable[[OptionInfo], None],
-                  split: bool | None = None) -> list[BackendVerdict]:
+                  split: bool | None = None,
+                  meanwhile: Callable[[], None] | None = None) -> list[BackendVerdict]:
     """Every option's verdicts, in order, as ``judge_one`` gives them one by
     one. ``costs``: each option's estimated work (``work``); ``before_option``:
     called before an option's questions are asked (the driver names the
     option its kernel judge records askers for). ``split``: True splits
     whatever the work, False never (else: at ``MIN_WORK``, where
-    ``can_fork``)."""
+    ``can_fork``). ``meanwhile``: work for this process while the children
+    judge (after judging, where nothing is forked)."""
     if split is None:
         split = sum(costs) >= MIN_WORK and can_fork()
-    if not split or len(options) < 2:
-        return _serial(options, judge_one, kernels, memo, faults, before_option)
-    try:
-        claims = _Claims()
-    except OSError:
-        return _serial(options, judge_one, kernels, memo, faults, before_option)
-    # the costliest first, so that the two end close together
+    claims = None
+    if split and len(options) > 1:
+        try:
+            claims = _Claims()
+        except OSError:
+            pass
+    if claims is None:
+        serial = _serial(options, judge_one, kernels, memo, faults, before_option)
+        if meanwhile is not None:
+            meanwhile()
+        return serial
+    # the costliest first, so that the children end close together
     order = sorted(range(len(options)), key=lambda at: -costs[at])
     done: dict[int, _Judged] = {}
     added: list[Added] = []
     try:
         children = [_fork(options, order, judge_one, index, kernels, memo, before_option,
-                          claims) for _ in range(2)]
+                          claims) for _ in range(min(MAX_CHILDREN, os.cpu_count() or 2))]
         try:
+            if meanwhile is not None:
+                meanwhile()
             for child in children:
                 got, read = _collect(child)
                 done.update(got)
