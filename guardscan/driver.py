@@ -387,7 +387,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         options, lambda option, kernels, memo, out: _judge_option(
             index, links, option, opts, kernels, memo, out, served),
         work(links, options, opts.archs, judging), index, asked, judging, faults, named,
-        opts.split, memo.let_go if memo is not None else None))
+        opts.split))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics, *(d for _, d in faults)]
     kernel_diagnostics: list[Diagnostic] = []

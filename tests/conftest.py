@@ -4,13 +4,16 @@ never writes to the user's own guardscan cache nor sees the machine's GPU."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import realtrees
 
 from guardscan.acquire import SourceTree
+from guardscan.verdict import split as split_module
 
 # Tests using these fixtures read real release wheels; they get the `real`
 # marker automatically so `pytest -m "not real"` stays fast and offline.
@@ -149,3 +152,19 @@ def pair_0523_072(sglang_0523: SourceTree, flashinfer_072: SourceTree):  # type:
             options=["--moe-runner-backend", "--fp4-gemm-backend", "--fp8-gemm-backend",
                      "--moe-a2a-backend"],
             cache_dir=realtrees.shared_cache_dir()))
+
+
+@pytest.fixture
+def judged_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The options this process judged itself (``split._serial``): with the
+    split working, none."""
+    here, seen = os.getpid(), []  # type: ignore[var-annotated]
+    serial = split_module._serial
+
+    def recorded(options: Any, *rest: Any) -> Any:
+        if os.getpid() == here:
+            seen.extend(o.flag for o in options)
+        return serial(options, *rest)
+
+    monkeypatch.setattr(split_module, "_serial", recorded)
+    return seen

@@ -47,7 +47,8 @@ def _decisions(result: ScanResult) -> dict[tuple[str, str, str], object]:
 
 @pytest.mark.parametrize("fixture", ["sglang_059", "sglang_0523"])
 def test_same_verdicts_with_and_without_cache(
-        fixture: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        fixture: str, tmp_path: Path, request: pytest.FixtureRequest,
+        judged_here: list[str]) -> None:
     tree = request.getfixturevalue(fixture)
     shared = realtrees.shared_cache_dir()
     # no cache at all (--no-cache): every file parsed and analysed in this run,
@@ -59,8 +60,10 @@ def test_same_verdicts_with_and_without_cache(
     # with the cache: facts from it (the result stored), then the whole result
     assert _json(_scan(tree, cache_dir=shared)) == text
     assert _json(_scan(tree, cache_dir=shared)) == text
-    # every stage again from the cached facts, judged on two processes
+    # every stage again from the cached facts, judged in forked processes
+    judged_here.clear()
     assert _json(_scan(tree, cache_dir=shared, full=True, split=True)) == text
+    assert judged_here == []  # the children judged every option
 
 
 #: without the pre-filter, 0.5.23's scan reads every file as a candidate (about

@@ -95,10 +95,13 @@ def _run(split: bool, judge_one: Any = _judge_one, answer: Any = None,
     return out, memo.log, faults, judge.asked
 
 
-def test_split_gives_the_serial_verdicts_memo_faults_and_questions() -> None:
+def test_split_gives_the_serial_verdicts_memo_faults_and_questions(
+        judged_here: list[str]) -> None:
     serial = _run(split=False)
     assert len(serial[0]) == 12 and len(serial[2]) == 1
+    judged_here.clear()
     assert _run(split=True) == serial
+    assert judged_here == []
 
 
 def test_a_child_that_dies_leaves_its_options_to_this_process() -> None:
@@ -152,7 +155,7 @@ def _scan(tree: Path, cache: Path, split: bool, options: list[str] | None = None
 
 
 @pytest.mark.skipif(not can_fork(), reason="cannot fork here")
-def test_a_split_scan_is_the_serial_scan(tmp_path: Path) -> None:
+def test_a_split_scan_is_the_serial_scan(tmp_path: Path, judged_here: list[str]) -> None:
     """gate_hook with its own kernel library: the report, each option's
     narrowed report from the stored result (who owns each diagnostic: the
     kernel questions asked again here), and the scan after an edit (judged
@@ -162,8 +165,10 @@ def test_a_split_scan_is_the_serial_scan(tmp_path: Path) -> None:
     runs = {}
     for split in (False, True):
         cache = tmp_path / f"cache-{split}"
+        judged_here.clear()
         full = _scan(tree, cache, split)
         flags = sorted({b["option"] for b in json.loads(full)["backends"]})
+        assert bool(judged_here) is not split
         runs[split] = (full, [_scan(tree, cache, split, [flag]) for flag in flags])
     assert runs[True] == runs[False]
     assert '"verdict": "unsupported"' in runs[True][0] and len(runs[True][1]) > 1
@@ -173,11 +178,3 @@ def test_a_split_scan_is_the_serial_scan(tmp_path: Path) -> None:
     again = {split: _scan(tree, tmp_path / f"cache-{split}", split) for split in (False, True)}
     assert again[True] == again[False] == runs[False][0]
 
-
-@pytest.mark.parametrize("split", [False, True])
-def test_meanwhile_runs_once_here(split: bool) -> None:
-    me, ran = os.getpid(), []
-    index = Index(SourceTree(Path("."), "sglang", None, (), "test"))
-    judge_options(OPTIONS, _judge_one, [1] * 6, index, _Judge(), None, [], lambda o: None,
-                  split=split, meanwhile=lambda: ran.append(os.getpid()))
-    assert ran == [me]

@@ -98,8 +98,6 @@ class ScanMemo:
         self.reanalysis = False
         #: whether this scan stored a result (the cache's size limit is checked then)
         self.wrote = False
-        #: the linking records ``linked`` left for ``let_go`` to free
-        self._held: object = None
 
     @property
     def outcome(self) -> str:
@@ -168,7 +166,6 @@ class ScanMemo:
         if units is None:  # nothing recorded: results are not reused
             return 0, 0
         record, units.record_out = units.record_out, None
-        held = (units.prior, units.units, record)
         units.prior, units.units = None, {}
         if record is not None:
             record.catalog = self._kept if self._kept is not None else self._prior_catalog
@@ -176,17 +173,7 @@ class ScanMemo:
             record.failed = {rel: FileOutcome(rel, o.status, reason=o.reason, line=o.line)
                              for rel, o in index.outcomes.items() if o.status != "analysed"}
             self.results.store_links(record, background=self.reanalysis)
-        if self.reanalysis:
-            # freeing the two records' objects takes a while (0.14 s after a
-            # guard edit): ``let_go`` does it while judging runs elsewhere. A
-            # scan from scratch frees its record now, before the kernel stage
-            self._held = held
         return units.replayed, units.ran
-
-    def let_go(self) -> None:
-        """Free what ``linked`` held on to (the earlier scan's linking record
-        and this one's), if anything."""
-        self._held = None
 
     def _restore_failed(self, index: Index, record: LinkRecord) -> None:
         changes = self._changes

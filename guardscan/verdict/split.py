@@ -169,15 +169,13 @@ class _Judged:
 def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne, costs: Sequence[int],
                   index: Index, kernels: KernelJudge | None, memo: JudgeMemo | None,
                   faults: list[tuple[str, Diagnostic]], before_option: Callable[[OptionInfo], None],
-                  split: bool | None = None,
-                  meanwhile: Callable[[], None] | None = None) -> list[BackendVerdict]:
+                  split: bool | None = None) -> list[BackendVerdict]:
     """Every option's verdicts, in order, as ``judge_one`` gives them one by
     one. ``costs``: each option's estimated work (``work``); ``before_option``:
     called before an option's questions are asked (the driver names the
     option its kernel judge records askers for). ``split``: True splits
     whatever the work, False never (else: at ``MIN_WORK``, where
-    ``can_fork``). ``meanwhile``: work for this process while the children
-    judge (after judging, where nothing is forked)."""
+    ``can_fork``)."""
     if split is None:
         split = sum(costs) >= MIN_WORK and can_fork()
     claims = None
@@ -187,20 +185,17 @@ def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne, costs: Seq
         except OSError:
             pass
     if claims is None:
-        serial = _serial(options, judge_one, kernels, memo, faults, before_option)
-        if meanwhile is not None:
-            meanwhile()
-        return serial
+        return _serial(options, judge_one, kernels, memo, faults, before_option)
     # the costliest first, so that the children end close together
     order = sorted(range(len(options)), key=lambda at: -costs[at])
     done: dict[int, _Judged] = {}
     added: list[Added] = []
+    children: list[_Child | None] = []
     try:
-        children = [_fork(options, order, judge_one, index, kernels, memo, before_option,
-                          claims) for _ in range(min(MAX_CHILDREN, os.cpu_count() or 2))]
         try:
-            if meanwhile is not None:
-                meanwhile()
+            for _ in range(min(MAX_CHILDREN, os.cpu_count() or 2)):
+                children.append(_fork(options, order, judge_one, index, kernels, memo,
+                                      before_option, claims))
             for child in children:
                 got, read = _collect(child)
                 done.update(got)
