@@ -78,7 +78,7 @@ class ScanOptions:
     #: the model the launch serves: its ``config.json`` (``--model-config``,
     #: a local ``--model-path``); None = judged for the common model
     model_config: Path | None = None
-    #: judge the later options in a forked process (``verdict.split``): None
+    #: judge in forked processes, one per core (``verdict.split``): None
     #: where the work is worth it and the process can fork; False never (tests
     #: that prove the split changes nothing compare the two)
     split: bool | None = None
@@ -386,7 +386,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     result.backends.extend(judge_options(
         options, lambda option, kernels, memo, out: _judge_option(
             index, links, option, opts, kernels, memo, out, served),
-        work(links, options, opts.archs, judging), index, asked, judging, faults, named,
+        lambda: work(links, options, opts.archs, judging), index, asked, judging, faults, named,
         opts.split))
     diagnostics: list[Diagnostic] = [*catalog.diagnostics, *vocab.diagnostics,
                                      *links.diagnostics, *(d for _, d in faults)]

@@ -90,7 +90,7 @@ def _run(split: bool, judge_one: Any = _judge_one, answer: Any = None,
         judge.option = option.flag
 
     index = Index(SourceTree(Path("."), "sglang", None, (), "test"))
-    out = judge_options(OPTIONS, judge_one, [1, 5, 1, 9, 2, 3], index, judge, memo, faults,
+    out = judge_options(OPTIONS, judge_one, lambda: [1, 5, 1, 9, 2, 3], index, judge, memo, faults,
                         named, split=split)
     return out, memo.log, faults, judge.asked
 
@@ -142,7 +142,7 @@ def test_what_a_child_read_is_recorded_here(tmp_path: Path) -> None:
             index.line_text("sglang/x.py", 2)
         return _judge_one(option, *rest)
 
-    judge_options(OPTIONS, reads, [1] * 6, index, _Judge(), None, [], lambda o: None,
+    judge_options(OPTIONS, reads, lambda: [1] * 6, index, _Judge(), None, [], lambda o: None,
                   split=True)
     assert index.lines_read == {"sglang/x.py": {2: "b = 2"}}
 

@@ -90,10 +90,9 @@ def can_fork() -> bool:
 
 
 class _Claims:
-    """Which process judges each option: this one takes them from the front,
-    the child from the back, each claiming an option by creating its file in
-    a private folder (``O_EXCL``: one process wins), until they meet. A
-    process that dies holds nothing up."""
+    """Which child judges each option: each claims the next option of the
+    order by creating its file in a private folder (``O_EXCL``: one process
+    wins). A child that dies holds nothing up."""
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="guardscan-judging-")
@@ -166,18 +165,22 @@ class _Judged:
     faults: list[tuple[str, Diagnostic]]
 
 
-def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne, costs: Sequence[int],
+def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne,
+                  costs: Callable[[], Sequence[int]],
                   index: Index, kernels: KernelJudge | None, memo: JudgeMemo | None,
                   faults: list[tuple[str, Diagnostic]], before_option: Callable[[OptionInfo], None],
                   split: bool | None = None) -> list[BackendVerdict]:
     """Every option's verdicts, in order, as ``judge_one`` gives them one by
-    one. ``costs``: each option's estimated work (``work``); ``before_option``:
+    one. ``costs``: gives each option's estimated work (``work``; asked only
+    where a split is possible); ``before_option``:
     called before an option's questions are asked (the driver names the
     option its kernel judge records askers for). ``split``: True splits
     whatever the work, False never (else: at ``MIN_WORK``, where
     ``can_fork``)."""
-    if split is None:
-        split = sum(costs) >= MIN_WORK and can_fork()
+    work_of: Sequence[int] = ()
+    if split is not False and len(options) > 1 and (split or can_fork()):
+        work_of = costs()
+        split = split or sum(work_of) >= MIN_WORK
     claims = None
     if split and len(options) > 1:
         try:
@@ -187,7 +190,7 @@ def judge_options(options: Sequence[OptionInfo], judge_one: JudgeOne, costs: Seq
     if claims is None:
         return _serial(options, judge_one, kernels, memo, faults, before_option)
     # the costliest first, so that the children end close together
-    order = sorted(range(len(options)), key=lambda at: -costs[at])
+    order = sorted(range(len(options)), key=lambda at: -work_of[at])
     done: dict[int, _Judged] = {}
     added: list[Added] = []
     children: list[_Child | None] = []
