@@ -27,7 +27,7 @@ from guardscan.report.answer import (
     describe_fact,
     platform_source,
 )
-from guardscan.report.json_text import dumps_indented
+from guardscan.report.json_text import write_indented
 from guardscan.results import BackendVerdict, Evidence, Role, ScanResult
 from guardscan.verdict.auto import auto_targets
 from guardscan.verdict.rules.default import AUTO
@@ -204,5 +204,5 @@ def _json(result: ScanResult, matches: list[BackendVerdict], stream: IO[str]) ->
         "quantization": result.quantization,
         "backends": entries,
     }
-    stream.write(dumps_indented(data))
+    write_indented(data, stream)
     stream.write("\n")

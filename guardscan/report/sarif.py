@@ -33,7 +33,7 @@ from guardscan.evidence import FactKind, arg
 from guardscan.report import register
 from guardscan.report.answer import FieldNote, deciding_evidence, field_notes
 from guardscan.report.json_ import portable
-from guardscan.report.json_text import dumps_indented
+from guardscan.report.json_text import write_indented
 from guardscan.results import (
     BackendVerdict,
     Diagnostic,
@@ -70,7 +70,7 @@ _FILE_PREFIX = "file-"
 
 @register("sarif")
 def render_sarif(result: ScanResult, stream: IO[str], options: dict[str, Any]) -> None:
-    stream.write(dumps_indented(sarif_log(result)))
+    write_indented(sarif_log(result), stream)
     stream.write("\n")
 
 
