@@ -57,8 +57,7 @@ class _Writes(io.StringIO):
 @given(data=values, indent=st.sampled_from([0, 2]), chunk=st.sampled_from([1, 2, 3, 50]))
 def test_written_in_pieces_the_same_text(data: object, indent: int, chunk: int) -> None:
     """Joined a few tokens at a time (every container's last separator still
-    replaced by its bracket), the pieces make the standard library's text;
-    a value left to the standard library is written by it alone, in one piece."""
+    replaced by its bracket), the pieces make the standard library's text."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(json_text, "CHUNK", chunk)
         stream = _Writes()
@@ -66,12 +65,20 @@ def test_written_in_pieces_the_same_text(data: object, indent: int, chunk: int) 
     assert "".join(stream.writes) == json.dumps(data, indent=indent)
 
 
-def test_a_value_left_to_the_standard_library_is_written_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_value_left_to_the_standard_library_is_written_by_it_in_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After pieces already written, a dict with a key that is not a string
+    and a float that is not finite are the standard library's text, indented
+    to where they stand."""
     monkeypatch.setattr(json_text, "CHUNK", 1)
     stream = _Writes()
-    data = {"a": [1, 2, 3, 4], "b": [5, 6, {7: 8}]}  # an int key, after enough tokens to flush
+    data = {"a": [1, 2, 3, 4], "b": [5, 6, {7: {"x": [8]}}, float("inf")]}
     write_indented(data, stream)
-    assert stream.writes == [json.dumps(data, indent=2)]
+    assert len(stream.writes) > 5
+    assert "".join(stream.writes) == json.dumps(data, indent=2)
+    # the standard library's text of the dict, in one write
+    text = '{\n      "7": {\n        "x": [\n          8\n        ]\n      }\n    }'
+    assert any(text in piece for piece in stream.writes)
 
 
 def test_render_passes_on_pieces_of_a_least_the_piece_size(monkeypatch: pytest.MonkeyPatch) -> None:

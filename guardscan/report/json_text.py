@@ -7,23 +7,27 @@ container is one loop that appends to a list, and each string goes through
 the standard library's own C escaping (``encode_basestring_ascii``), so the
 text is the same: keys in insertion order, ``ensure_ascii``, floats as
 ``float.__repr__``. Anything the standard library would treat otherwise (a
-key that is not a string, a value of another type, a float that is not
-finite) is written by the standard library itself.
+dict with a key that is not a string, a value of another type, a float that
+is not finite) is written by the standard library itself, that value alone,
+its lines indented to where it stands (JSON text has no newline inside a
+string, so every newline of it starts a line of its layout).
 
-``write_indented`` writes the same text to a stream in pieces of about
-``CHUNK`` tokens joined, so a report is never held as a list of its tokens and
-then once more as one string (for sglang 0.5.23 with FlashInfer 0.7.2: 363,000
-tokens, 25 MB as a list, then 12 MB joined, then a copy for each buffer it
-passed through).
+``write_indented`` writes the text to a stream as it goes, ``CHUNK`` tokens
+joined at a time, so a report is never held whole (for sglang 0.5.23 with
+FlashInfer 0.7.2: 363,000 tokens, 25 MB as a list, then 12 MB joined, then
+a copy for each buffer it passed through).
 
 >>> dumps_indented({"a": [1, 2.5, None, True], "b": {}, "c": "é"})
 '{\\n  "a": [\\n    1,\\n    2.5,\\n    null,\\n    true\\n  ],\\n  "b": {},\\n  "c": "\\\\u00e9"\\n}'
+>>> dumps_indented({"a": [float("nan"), {1: 2}]})
+'{\\n  "a": [\\n    NaN,\\n    {\\n      "1": 2\\n    }\\n  ]\\n}'
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import IO, Any
 
@@ -33,51 +37,38 @@ __all__ = ["dumps_indented", "write_indented"]
 CHUNK = 8192
 
 
-class _Other(Exception):
-    """A value the fast path leaves to the standard library."""
-
-
 def dumps_indented(data: Any, indent: int = 2) -> str:
     """``json.dumps(data, indent=indent)``."""
-    try:
-        return "".join(_Writer(indent).pieces(data))
-    except _Other:
-        return json.dumps(data, indent=indent)
+    pieces: list[str] = []
+    _Writer(indent, pieces.append).write(data)
+    return "".join(pieces)
 
 
 def write_indented(data: Any, stream: IO[str], indent: int = 2) -> None:
-    """Write ``json.dumps(data, indent=indent)`` to ``stream``, in pieces.
-    Nothing is written before the whole text is known, so a value left to
-    the standard library is written by it alone."""
-    try:
-        pieces = _Writer(indent).pieces(data)
-    except _Other:
-        stream.write(json.dumps(data, indent=indent))
-        return
-    for piece in pieces:
-        stream.write(piece)
+    """Write ``json.dumps(data, indent=indent)`` to ``stream``, in pieces."""
+    _Writer(indent, stream.write).write(data)
 
 
 class _Writer:
-    def __init__(self, indent: int) -> None:
+    def __init__(self, indent: int, emit: Callable[[str], object]) -> None:
         self.indent = indent
+        #: where joined tokens go
+        self.emit = emit
+        #: tokens not yet joined and emitted
         self.out: list[str] = []
-        #: the text so far, ``CHUNK`` tokens of ``out`` joined at a time
-        self.done: list[str] = []
         #: by depth: what opens a container's first item, what goes between
         #: items, what comes before its closing bracket
         self.marks: list[tuple[str, str, str]] = []
 
-    def pieces(self, data: Any) -> list[str]:
+    def write(self, data: Any) -> None:
         self._value(data, 0)
-        self.done.append("".join(self.out))
-        return self.done
+        self.emit("".join(self.out))
 
     def _flush(self) -> None:
-        """Join every token but the last: a container's last separator is
+        """Emit every token but the last: a container's last separator is
         replaced by its closing bracket (``_container``)."""
         out = self.out
-        self.done.append("".join(out[:-1]))
+        self.emit("".join(out[:-1]))
         del out[:-1]
 
     def _marks(self, depth: int) -> tuple[str, str, str]:
@@ -92,8 +83,13 @@ class _Writer:
         kind = type(value)
         if kind is str:
             out.append(encode_basestring_ascii(value))
-        elif kind is dict or kind is list or kind is tuple:
-            self._container(value, depth, kind is dict)
+        elif kind is list or kind is tuple:
+            self._container(value, depth, False)
+        elif kind is dict:
+            if value and {*map(type, value)} != _STR:
+                self._other(value, depth)
+            else:
+                self._container(value, depth, True)
         elif value is None:
             out.append("null")
         elif value is True:
@@ -105,7 +101,14 @@ class _Writer:
         elif kind is float and math.isfinite(value):
             out.append(float.__repr__(value))
         else:
-            raise _Other
+            self._other(value, depth)
+
+    def _other(self, value: Any, depth: int) -> None:
+        """The standard library's text of ``value``, at ``depth``."""
+        text = json.dumps(value, indent=self.indent)
+        if depth:
+            text = text.replace("\n", "\n" + " " * (self.indent * depth))
+        self.out.append(text)
 
     def _container(self, value: Any, depth: int, keyed: bool) -> None:
         out = self.out
@@ -122,11 +125,9 @@ class _Writer:
             self._elements(value, depth, between)
             out[-1] = closing + "]"
 
-    def _items(self, value: dict[Any, Any], depth: int, between: str) -> None:
+    def _items(self, value: dict[str, Any], depth: int, between: str) -> None:
         out = self.out
         for key, item in value.items():
-            if type(key) is not str:
-                raise _Other
             if type(item) is str:
                 out.append(encode_basestring_ascii(key) + ": " + encode_basestring_ascii(item))
             else:
@@ -146,3 +147,6 @@ class _Writer:
             out.append(between)
             if len(out) > CHUNK:
                 self._flush()
+
+
+_STR = {str}
