@@ -457,9 +457,12 @@ def atoms(pred: Predicate) -> list[Predicate]:
 
 #: ``leaves`` of compound predicates already walked, by identity (the entry
 #: holds the predicate, so its id is not reused while the entry lives): the
-#: linker and the judge ask it of the same shared conditions many times
+#: linker and the judge ask it of the same shared conditions many times.
+#: Emptied when full: at 131,072 entries it kept conditions alive that
+#: nothing else held (a scan of sglang 0.5.23 from stored facts peaked 13 to
+#: 16 MB higher), with the same CPU time as 16,384 or 4,096
 _LEAVES: dict[int, tuple[Predicate, tuple[Predicate, ...]]] = {}
-_LEAVES_MAX = 1 << 17
+_LEAVES_MAX = 1 << 14
 
 
 def leaves(pred: Predicate) -> tuple[Predicate, ...]:

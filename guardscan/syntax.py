@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=8_192)  # a bigger cache raised a cold scan's peak by 48 MB
+@functools.lru_cache(maxsize=4_096)  # 8,192 held 8 MB more at linking's peak, for no time saved
 def parse_expr(text: str) -> ast.expr | None:
     """An expression's tree, from its source text (``None`` if it does not parse).
 
