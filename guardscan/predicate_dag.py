@@ -12,9 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from guardscan.predicate import FALSE, TRUE, And, Context, Not, Or, Predicate, Tri, conj, disj, neg
+from guardscan.predicate import (
+    FALSE,
+    TRUE,
+    And,
+    Const,
+    Context,
+    Not,
+    Or,
+    Predicate,
+    Tri,
+    conj,
+    disj,
+    neg,
+)
 
 __all__ = ["Fold", "residual", "value"]
+
+_TRUE, _FALSE, _UNKNOWN = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN
+_NEGATED = {_TRUE: _FALSE, _FALSE: _TRUE, _UNKNOWN: _UNKNOWN}
 
 
 def value(pred: Predicate, ctx: Context) -> Tri:
@@ -31,29 +47,24 @@ def value(pred: Predicate, ctx: Context) -> Tri:
 
 
 def _value(p: Predicate, ctx: Context, memo: dict[int, Tri]) -> Tri:
-    known = memo.get(id(p))
-    if known is not None:
-        return known
-    if isinstance(p, And):
-        out = Tri.TRUE
-        for item in p.items:
-            v = _value(item, ctx, memo)
-            if v is Tri.FALSE:
+    # (by exact type, each part's memo looked up before the call: the judge's
+    # most frequent call, a million times on a guard edit of sglang 0.5.23)
+    kind = type(p)
+    if kind is And or kind is Or:
+        stop, out = (_FALSE, _TRUE) if kind is And else (_TRUE, _FALSE)
+        for item in p.items:  # type: ignore[union-attr]
+            v = memo.get(id(item))
+            if v is None:
+                v = _value(item, ctx, memo)
+            if v is stop:
                 out = v
                 break
-            if v is Tri.UNKNOWN:
+            if v is _UNKNOWN:
                 out = v
-    elif isinstance(p, Or):
-        out = Tri.FALSE
-        for item in p.items:
-            v = _value(item, ctx, memo)
-            if v is Tri.TRUE:
-                out = v
-                break
-            if v is Tri.UNKNOWN:
-                out = v
-    elif isinstance(p, Not):
-        out = ~_value(p.item, ctx, memo)
+    elif kind is Not:
+        item = p.item  # type: ignore[union-attr]
+        v = memo.get(id(item))
+        out = _NEGATED[v if v is not None else _value(item, ctx, memo)]
     else:
         out = p.evaluate(ctx)
     memo[id(p)] = out
@@ -83,17 +94,29 @@ def _residual(p: Predicate, ctx: Context, keep: Callable[[Predicate], bool],
     if known is not None:
         return known
     out: Predicate
-    if isinstance(p, And):
-        out = conj(*(_residual(i, ctx, keep, memo) for i in p.items))
-    elif isinstance(p, Or):
-        out = disj(*(_residual(i, ctx, keep, memo) for i in p.items))
-    elif isinstance(p, Not):
-        out = neg(_residual(p.item, ctx, keep, memo))
+    kind = type(p)
+    if kind is And or kind is Or:
+        # a part that folds to the value deciding the whole ends the walk
+        # (``conj`` and ``disj`` give that value whatever the rest folds to)
+        deciding = kind is Or  # the value of a part that decides the whole
+        parts: list[Predicate] = []
+        for item in p.items:  # type: ignore[union-attr]
+            part = memo.get(id(item))
+            if part is None:
+                part = _residual(item, ctx, keep, memo)
+            if type(part) is Const and part.value == deciding:
+                out = TRUE if deciding else FALSE
+                break
+            parts.append(part)
+        else:
+            out = conj(*parts) if kind is And else disj(*parts)
+    elif kind is Not:
+        out = neg(_residual(p.item, ctx, keep, memo))  # type: ignore[union-attr]
     elif keep(p):
         out = p
     else:
         v = p.evaluate(ctx)
-        out = p if v is Tri.UNKNOWN else TRUE if v is Tri.TRUE else FALSE
+        out = p if v is _UNKNOWN else TRUE if v is _TRUE else FALSE
     memo[id(p)] = out
     return out
 
@@ -123,8 +146,10 @@ class Fold:
         self._held: list[Predicate] = []
 
     def value(self, pred: Predicate) -> Tri:
-        if id(pred) not in self._values:
-            self._held.append(pred)
+        known = self._values.get(id(pred))
+        if known is not None:
+            return known
+        self._held.append(pred)
         return _value(pred, self.ctx, self._values)
 
     def residual(self, pred: Predicate) -> Predicate:
