@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guardscan.predicate import Predicate
+from guardscan.predicate import Predicate, fields_reduce
 
 __all__ = [
     "AltV",
@@ -267,3 +267,11 @@ class Wrapper:
 #: Every value the interpreter produces.
 Value = (PredV | DevQ | CudaV | ConstV | FuncV | ClassV | InstanceV | ModuleV | OptV
          | EnumMemberV | ChoiceV | AltV | ConfigV | TupleV | ExtV | UnkV | PlatformV | MajorTimesTen | Wrapper | FormValue)
+
+
+# pickled by their fields in order (the default calls ``dataclasses.fields``
+# per object): the record of linking holds tens of thousands of values
+for _cls in (PredV, DevQ, CudaV, ConstV, FrozenSlice, Opaque, FuncV, ClassV, InstanceV, ConfigV,
+             ModuleV, OptV, EnumMemberV, ChoiceV, TupleV, AltV, ExtV, UnkV, FormValue, PlatformV,
+             MajorTimesTen, Wrapper):
+    _cls.__reduce__ = fields_reduce  # type: ignore[method-assign]

@@ -48,6 +48,7 @@ from guardscan.predicate import (
     atoms,
     conj,
     disj,
+    fast_reduce,
     mentions_device,
     neg,
 )
@@ -106,6 +107,10 @@ class _Edge:
     reach: Reach
     #: its way takes a test of the checkpoint as true (``link.checkpoint_picks``)
     picked: bool = False
+
+
+for _cls in (Reach, _Edge):  # (kept in the record of linking, as memos' entries)
+    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
 
 
 @dataclass
