@@ -53,6 +53,7 @@ from guardscan.predicate import (
     leaves,
     substitute,
 )
+from guardscan.predicate_dag import value
 from guardscan.results import Evidence, Role
 from guardscan.verdict.chain import finding_evidence
 from guardscan.verdict.model import Case, Outcome
@@ -156,16 +157,27 @@ def exempting_methods(cond: Predicate, case: Case) -> frozenset[str]:
     >>> sorted(exempting_methods(conj(nvfp4, triton, not_blackwell, neg(marlin)), case))
     []
     """
-    dest, choice = case.option.dest, case.choice
-    named = [a for a in leaves(cond)
-             if isinstance(a, OptionIs) and a.option == dest and choice in a.choices]
+    return _exempting(cond, _unnamed(cond, case.option.dest, case.choice), case)
+
+
+def _unnamed(cond: Predicate, dest: str, choice: str) -> Predicate | None:
+    """``cond`` with its tests of ``dest`` that name ``choice`` false, or
+    None when it has none (the same on every arch: ``_Memo`` keeps it per
+    choice)."""
+    named = {a for a in leaves(cond)
+             if isinstance(a, OptionIs) and a.option == dest and choice in a.choices}
     if not named:
+        return None
+    return substitute(cond, lambda atom: Const(False) if atom in named else None)
+
+
+def _exempting(cond: Predicate, unnamed: Predicate | None, case: Case) -> frozenset[str]:
+    if unnamed is None:
         return frozenset()
-    unnamed = substitute(cond, lambda atom: Const(False) if atom in named else None)
     ctx = case.ctx
     under = [(m, replace(ctx, quantization=m)) for m in sorted(methods_of(cond))]
-    return frozenset(m for m, at in under if cond.evaluate(at) is Tri.FALSE
-                     and unnamed.evaluate(at) is Tri.TRUE)
+    return frozenset(m for m, at in under if value(cond, at) is Tri.FALSE
+                     and value(unnamed, at) is Tri.TRUE)
 
 
 class _Memo:
@@ -175,6 +187,8 @@ class _Memo:
     def __init__(self) -> None:
         self._methods: dict[int, frozenset[str]] = {}
         self._exempting: dict[tuple[int, str, str], frozenset[str]] = {}
+        #: ``_unnamed`` of a condition, by the condition and the choice
+        self._unnamed: dict[tuple[int, str], Predicate | None] = {}
 
     def methods(self, cond: Predicate) -> frozenset[str]:
         found = self._methods.get(id(cond))
@@ -186,7 +200,13 @@ class _Memo:
         key = (id(cond), case.choice, case.arch.name)
         found = self._exempting.get(key)
         if found is None:
-            found = self._exempting[key] = exempting_methods(cond, case)
+            unnamed_key = (id(cond), case.choice)
+            if unnamed_key in self._unnamed:
+                unnamed = self._unnamed[unnamed_key]
+            else:
+                unnamed = self._unnamed[unnamed_key] = _unnamed(cond, case.option.dest,
+                                                                case.choice)
+            found = self._exempting[key] = _exempting(cond, unnamed, case)
         return found
 
 
