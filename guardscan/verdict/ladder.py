@@ -192,11 +192,12 @@ def _judge_choice(index: Index, option: OptionInfo, choice: str, findings: list[
              if c.backends and choice in dict(c.backends) or not c.backends and values.specific(
                  c.condition, every)]
     helpers = kernel_helpers(calls, option.dest, choice, every, quantization, shared)
+    ruled = [(finding, rule) for finding in findings if (rule := rule_for(finding)) is not None]
     for arch in archs:
         case = Case(index, option, choice, arch, values.context(arch), all_archs, every, values,
                     quantization, about)
         judged = [(finding, _own_support(finding, rule(finding, case), case, sources))
-                  for finding in findings if (rule := rule_for(finding)) is not None]
+                  for finding, rule in ruled]
         if quantization is None:
             judged = checkpoint_decides(judged, case)
         judged = every_path_fails(judged, case)

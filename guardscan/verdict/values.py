@@ -196,7 +196,7 @@ class Shared:
             tests = self.tests[id(pred)] = sorted(
                 {a.choices for a in leaves(pred) if isinstance(a, OptionIs) and a.option == self.dest},
                 key=sorted)
-        return tuple(choice in t for t in tests)
+        return tuple([choice in t for t in tests]) if tests else ()
 
 
 class Values:
@@ -220,6 +220,8 @@ class Values:
         self.model = ModelView(shared.model, model_needs if shared.model is None else ())
         self._contexts: dict[Arch, Context] = {}
         self._signatures: dict[int, tuple[object, ...]] = {}
+        #: what every signature ends with: the companions' values, the model's needs
+        self._beside: tuple[object, ...] = (*sorted(self.companions.items()), *self.model.needs)
         # per arch and kind of fold: the conditions asked share their parts
         self._folds: dict[tuple[Arch, str], Fold] = {}
 
@@ -257,8 +259,7 @@ class Values:
         signature = self._signatures.get(id(pred))
         if signature is None:
             signature = self._signatures[id(pred)] = (
-                *self.shared.signature(pred, self.choice), *sorted(self.companions.items()),
-                *self.model.needs)
+                *self.shared.signature(pred, self.choice), *self._beside)
         return signature
 
     def __call__(self, pred: Predicate, arch: Arch) -> Tri:
