@@ -535,15 +535,34 @@ def mentions_capability(pred: Predicate) -> bool:
 
 
 def substitute(pred: Predicate, fn: Callable[[Predicate], Predicate | None]) -> Predicate:
-    """Rebuild ``pred`` with each leaf replaced by ``fn(leaf)`` when not None."""
-    if isinstance(pred, And):
-        return conj(*(substitute(i, fn) for i in pred.items))
-    if isinstance(pred, Or):
-        return disj(*(substitute(i, fn) for i in pred.items))
-    if isinstance(pred, Not):
-        return neg(substitute(pred.item, fn))
-    replaced = fn(pred)
-    return pred if replaced is None else replaced
+    """Rebuild ``pred`` with each leaf replaced by ``fn(leaf)`` when not None
+    (``fn`` gives the same for the same leaf: each shared part is rebuilt
+    once, as ``predicate_dag`` walks).
+
+    >>> shared = disj(Device("major", "==", 9), Unknown("x"))
+    >>> substitute(conj(shared, neg(shared)), lambda a: TRUE if a == Unknown("x") else None)
+    Const(value=False)
+    """
+    return _substitute(pred, fn, {})
+
+
+def _substitute(p: Predicate, fn: Callable[[Predicate], Predicate | None],
+                memo: dict[int, Predicate]) -> Predicate:
+    known = memo.get(id(p))
+    if known is not None:
+        return known
+    out: Predicate
+    if isinstance(p, And):
+        out = conj(*[_substitute(i, fn, memo) for i in p.items])
+    elif isinstance(p, Or):
+        out = disj(*[_substitute(i, fn, memo) for i in p.items])
+    elif isinstance(p, Not):
+        out = neg(_substitute(p.item, fn, memo))
+    else:
+        replaced = fn(p)
+        out = p if replaced is None else replaced
+    memo[id(p)] = out
+    return out
 
 
 def to_json(pred: Predicate) -> object:
