@@ -9,6 +9,7 @@ whose reads a change cannot touch.
 
 from __future__ import annotations
 
+import pickle
 import re
 from dataclasses import dataclass
 
@@ -19,8 +20,8 @@ from guardscan.predicate import Const, OptionIs, Predicate, QuantIs, Unknown, at
 from guardscan.results import Diagnostic
 from guardscan.syntax import short
 
-__all__ = ["Answer", "QueryKey", "Resolved", "failed_answer", "looks_like_arch_guard",
-           "only_unknown"]
+__all__ = ["Answer", "QueryKey", "Resolved", "StoredAnswer", "failed_answer",
+           "looks_like_arch_guard", "only_unknown", "value_blob"]
 
 _ARCH_WORDS = re.compile(
     r"(sm_?\d{2,3}|capabilit|blackwell|hopper|ampere|device_sm|compute_cap|\bgfx\d|is_sm|cuda_version)",
@@ -64,6 +65,55 @@ class Answer:
 
 for _cls in (Resolved, Answer):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+
+
+#: ``StoredAnswer``'s value before it is first read
+_UNREAD = object()
+
+
+class StoredAnswer(Answer):
+    """An answer as a stored record of linking keeps it: its value a pickle
+    of its own, read the first time it is asked for. A scan after a change
+    reads few of the record's answers (those its units ask again), and
+    stores the rest as they came (``blob``).
+
+    >>> import pickle
+    >>> kept = StoredAnswer(pickle.dumps(UnkV("x")), None, b"")
+    >>> kept.value, kept == Answer(UnkV("x"), None, b"")
+    (UnkV(reason='x'), False)
+    >>> pickle.loads(pickle.dumps(kept))
+    Answer(value=UnkV(reason='x'), diagnostic=None, reads=b'', greps=())
+    """
+
+    __slots__ = ("_value", "blob")
+    _value: object
+    blob: bytes
+
+    def __init__(self, blob: bytes, diagnostic: Diagnostic | None, reads: Reads,
+                 greps: tuple[tuple[bytes, tuple[str, ...] | None, tuple[str, ...]], ...] = (),
+                 ) -> None:
+        # (set past the frozen dataclass's ``__setattr__``, as its ``__init__`` does)
+        for name, value in (("diagnostic", diagnostic), ("reads", reads), ("greps", greps),
+                            ("blob", blob), ("_value", _UNREAD)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def value(self) -> object:
+        value = self._value
+        if value is _UNREAD:
+            value = pickle.loads(self.blob)
+            object.__setattr__(self, "_value", value)
+        return value
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return Answer, (self.value, self.diagnostic, self.reads, self.greps)
+
+
+def value_blob(answer: Answer) -> bytes:
+    """The pickle of an answer's value, as a stored record keeps it."""
+    if isinstance(answer, StoredAnswer):
+        return answer.blob
+    return pickle.dumps(answer.value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def failed_answer(key: QueryKey, exc: Exception) -> tuple[object, Diagnostic]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardscan.acquire import SourceTree
+from guardscan.guards.questions import StoredAnswer, value_blob
 from guardscan.index import (
     FACTS_VERSION,
     MAX_FILE_BYTES,
@@ -117,7 +118,8 @@ def _load_links(path: Path, token: str) -> LinkRecord | None:
         split = pieces.index(None)
         answers: dict[int, Any] = {}
         for chunk in pieces[1:split]:
-            answers.update(chunk)  # type: ignore[call-overload]
+            for number, (blob, diagnostic, read, greps) in chunk.items():  # type: ignore[attr-defined]
+                answers[number] = StoredAnswer(blob, diagnostic, read, greps)
         units: dict[Any, Any] = {}
         for chunk in pieces[split + 1:]:
             units.update(chunk)  # type: ignore[call-overload]
@@ -454,7 +456,10 @@ class ResultCache:
         return store_pickles(self.links_path, [
             ("links", self.token, record.context, record.reads, record.keys, record.catalog,
              record.failed),
-            *(dict(answers[i:i + _CHUNK]) for i in range(0, len(answers), _CHUNK)),
+            # each value a pickle of its own, read when asked (``StoredAnswer``)
+            *({number: (value_blob(answer), answer.diagnostic, answer.reads, answer.greps)
+               for number, answer in answers[i:i + _CHUNK]}
+              for i in range(0, len(answers), _CHUNK)),
             None,
             *(dict(units[i:i + _CHUNK // 16]) for i in range(0, len(units), _CHUNK // 16))])
 
