@@ -357,6 +357,14 @@ class Unknown:
 @dataclass(frozen=True, slots=True)
 class And:
     items: tuple[Predicate, ...]
+    #: the hash, once asked (``_cached_hash``)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.items)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return And, (self.items,)
 
     def evaluate(self, ctx: Context) -> Tri:
         result = Tri.TRUE
@@ -375,6 +383,14 @@ class And:
 @dataclass(frozen=True, slots=True)
 class Or:
     items: tuple[Predicate, ...]
+    #: the hash, once asked (``_cached_hash``)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.items)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return Or, (self.items,)
 
     def evaluate(self, ctx: Context) -> Tri:
         result = Tri.FALSE
@@ -393,12 +409,37 @@ class Or:
 @dataclass(frozen=True, slots=True)
 class Not:
     item: Predicate
+    #: the hash, once asked (``_cached_hash``)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, self.item)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return Not, (self.item,)
 
     def evaluate(self, ctx: Context) -> Tri:
         return ~self.item.evaluate(ctx)
 
     def describe(self) -> str:
         return written(self)
+
+
+def _cached_hash(pred: And | Or | Not, part: object) -> int:
+    """The hash of a compound predicate (the dataclass's: of its one field),
+    kept once asked: it hashes every part below it, and the same shared
+    conditions are hashed many times (findings compared, memo keys).
+
+    >>> part = disj(Device("major", "==", 9), Unknown("x"))
+    >>> hash(part) == hash((part.items,)) and hash(part) == hash(part)
+    True
+    """
+    try:
+        return pred._hash
+    except AttributeError:
+        found = hash((part,))
+        object.__setattr__(pred, "_hash", found)
+        return found
 
 
 Predicate = (Const | Device | CudaAtLeast | Platform | OptionIs | QuantIs | EnvIs | Installed
@@ -575,5 +616,5 @@ def to_json(pred: Predicate) -> object:
 
 
 for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Installed, ModelIs,
-             Unknown, And, Or, Not):
+             Unknown):
     _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
