@@ -477,6 +477,48 @@ def test_a_reanalysis_reads_unchanged_files_text_answers_from_the_record(
     assert _json(after) == _fresh(root, tmp_path)
 
 
+def test_stored_answers_are_read_when_asked_and_a_damaged_one_is_asked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record of linking keeps each answer's value as a pickle of its
+    own (``guards.questions.StoredAnswer``), read when a unit asks it again:
+    after a guard edit most stay unread. A value whose pickle no longer
+    reads (a damaged cache) is asked again, and the result is still what a
+    scan from scratch gives."""
+    from guardscan.guards import questions, vocabulary
+    from guardscan.index.store import load_pickles, store_pickles
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "roles_gate", root)
+    cache = tmp_path / "cache"
+    _analyse(root, cache)
+    [links] = (cache / "results").glob("*.links.pickle")
+    pieces = load_pickles(links)
+    assert pieces is not None
+    split = pieces.index(None)
+    chunks: list[dict[int, tuple[bytes, Any, bytes, Any]]] = pieces[1:split]  # type: ignore[assignment]
+    stored = sum(len(chunk) for chunk in chunks)
+    assert stored > 0
+    # every other value damaged
+    damaged = [{number: (b"damaged" if number % 2 else blob, *rest)
+                for number, (blob, *rest) in chunk.items()} for chunk in chunks]
+    assert store_pickles(links, [pieces[0], *damaged, *pieces[split:]])
+    read: list[bool] = []
+    readable = questions.readable
+
+    def counted(answer: questions.Answer) -> bool:
+        found = readable(answer)
+        read.append(found)
+        return found
+
+    monkeypatch.setattr(questions, "readable", counted)
+    monkeypatch.setattr(vocabulary, "readable", counted)
+    assert _edit(root / "sglang/srt/server_args.py", "raising-helper")
+    after = _analyse(root, cache)
+    assert not after.cache.startswith("reused"), after.cache
+    assert 0 < len(read) < stored and False in read and True in read
+    assert _json(after) == _fresh(root, tmp_path)
+
+
 def test_an_edit_on_one_methods_path_links_that_method_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each ``--quantization`` method's path is a linking unit of its own

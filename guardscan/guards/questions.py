@@ -21,7 +21,7 @@ from guardscan.results import Diagnostic
 from guardscan.syntax import short
 
 __all__ = ["Answer", "QueryKey", "Resolved", "StoredAnswer", "failed_answer",
-           "looks_like_arch_guard", "only_unknown", "value_blob"]
+           "looks_like_arch_guard", "only_unknown", "readable", "value_blob"]
 
 _ARCH_WORDS = re.compile(
     r"(sm_?\d{2,3}|capabilit|blackwell|hopper|ampere|device_sm|compute_cap|\bgfx\d|is_sm|cuda_version)",
@@ -107,6 +107,22 @@ class StoredAnswer(Answer):
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         return Answer, (self.value, self.diagnostic, self.reads, self.greps)
+
+
+def readable(answer: Answer) -> bool:
+    """Whether the answer's value can be had: a stored one's pickle may not
+    read (a damaged cache), and is then asked again, never an error.
+
+    >>> readable(StoredAnswer(b"not a pickle", None, b""))
+    False
+    """
+    if not isinstance(answer, StoredAnswer):
+        return True
+    try:
+        answer.value  # noqa: B018 - read once, kept
+    except Exception:  # noqa: BLE001 - whatever a damaged pickle raises
+        return False
+    return True
 
 
 def value_blob(answer: Answer) -> bytes:

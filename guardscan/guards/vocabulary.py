@@ -27,6 +27,7 @@ from guardscan.guards.questions import (
     failed_answer,
     looks_like_arch_guard,
     only_unknown,
+    readable,
 )
 from guardscan.guards.stack import EvaluationStack
 from guardscan.guards.values import UnkV, Value
@@ -111,7 +112,7 @@ class Vocabulary:
         answer = self.answers.get(key)
         if answer is None:
             answer = self.stored.get(key)
-            if answer is None:
+            if answer is None or not readable(answer):
                 recorder = self._stack.recorder
                 saved = recorder.open()
                 self._stack.trail = []
@@ -134,7 +135,7 @@ class Vocabulary:
         """Asked again now, does ``key`` get its ``former`` answer?"""
         old = self.former.get(key)
         kind, text, rel, scope, line = key
-        if old is None or kind == "b":
+        if old is None or kind == "b" or not readable(old):
             # a path read with a call's arguments keeps them only in its key's
             # text: asked again by the unit that asks it, never from here
             return False

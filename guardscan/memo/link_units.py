@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from guardscan.guards import Answer, QueryKey
+from guardscan.guards.questions import readable
 from guardscan.link.model import Found, Links
 from guardscan.link.recorded import Entry, RecordedMemo
 from guardscan.link.units import QuantCondition, UnitKey, Units, UnitState
@@ -248,7 +249,7 @@ class RecordingUnits(Units):
             if query in vocab.stored:
                 continue
             new, old = vocab.answers.get(query), vocab.former.get(query)
-            if new is None or old is None or new.value != old.value \
+            if new is None or old is None or not readable(old) or new.value != old.value \
                     or new.diagnostic != old.diagnostic:
                 return False
         return True
