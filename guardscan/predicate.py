@@ -13,10 +13,11 @@ from __future__ import annotations
 import enum
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from guardscan.arch import Arch
+from guardscan.pickling import fast_reduce
 
 if TYPE_CHECKING:
     from guardscan.model_facts import ModelView
@@ -53,35 +54,6 @@ def written(pred: Predicate) -> str:
     from guardscan.predicate_text import shortest, text
 
     return text(shortest(pred))
-
-
-def fields_reduce(self: object) -> tuple[type, tuple[object, ...]]:
-    """``fast_reduce`` for a frozen, slotted dataclass that may be subclassed
-    (a subclass's ``__slots__`` name only its own fields): the fields in
-    order, named once per class. Every field must be an ``__init__``
-    argument.
-
-    >>> import pickle
-    >>> from guardscan.guards.values import ParamV
-    >>> pickle.loads(pickle.dumps(ParamV("a mode", "m.py", "f", "mode")))
-    ParamV(reason='a mode', rel='m.py', scope='f', name='mode')
-    """
-    cls = type(self)
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-    return cls, tuple([getattr(self, name) for name in names])
-
-
-#: ``fields_reduce``'s field names, by class
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def fast_reduce(self: object) -> tuple[type, tuple[object, ...]]:
-    """``__reduce__`` for frozen, slotted dataclasses: pickle calls the class
-    with the fields in order (the default goes through ``dataclasses.fields``
-    per object, the bulk of the time to store or load a scan's linking)."""
-    return type(self), tuple([getattr(self, name) for name in self.__slots__])  # type: ignore[attr-defined]
 
 
 class Tri(enum.Enum):

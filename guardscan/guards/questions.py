@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from guardscan.guards.values import UnkV
 from guardscan.index.observe import Reads
 from guardscan.messages import internal_error
-from guardscan.predicate import Const, OptionIs, Predicate, QuantIs, Unknown, atoms, fast_reduce
+from guardscan.pickling import fast_reduce
+from guardscan.predicate import Const, OptionIs, Predicate, QuantIs, Unknown, atoms
 from guardscan.results import Diagnostic
 from guardscan.syntax import short
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from guardscan.predicate import Predicate, fields_reduce
+from guardscan.pickling import fields_reduce
+from guardscan.predicate import Predicate
 
 __all__ = [
     "AltV",

@@ -40,6 +40,7 @@ from guardscan.index.observe import FactsView
 from guardscan.link.checkpoint_picks import picked_alternatives, picked_way, picks
 from guardscan.link.conditions import option_atoms
 from guardscan.link.recorded import MemoFactory, RecordedMemo
+from guardscan.pickling import fast_reduce
 from guardscan.predicate import (
     TRUE,
     Predicate,
@@ -48,7 +49,6 @@ from guardscan.predicate import (
     atoms,
     conj,
     disj,
-    fast_reduce,
     mentions_device,
     neg,
 )

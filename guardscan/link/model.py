@@ -14,7 +14,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from guardscan.predicate import Predicate, fast_reduce
+from guardscan.pickling import fast_reduce
+from guardscan.predicate import Predicate
 from guardscan.results import Diagnostic, OptionInfo, Role
 
 __all__ = [
