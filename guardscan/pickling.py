@@ -2,22 +2,23 @@
 
 The default ``__reduce_ex__`` of a slotted dataclass goes through
 ``dataclasses.fields`` for every object it stores or loads, the bulk of the
-time to store or load a scan's record of linking. A class sets one of these
-as its ``__reduce__``: pickle then calls the class with its fields.
+time to store or load a scan's record of linking. A class sets
+``fields_reduce`` as its ``__reduce__``: pickle then calls the class with its
+fields.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-__all__ = ["fast_reduce", "fields_reduce"]
+__all__ = ["fields_reduce"]
 
 
 def fields_reduce(self: object) -> tuple[type, tuple[object, ...]]:
-    """``fast_reduce`` for a frozen, slotted dataclass that may be subclassed
-    (a subclass's ``__slots__`` name only its own fields): the fields in
-    order, named once per class. Every field must be an ``__init__``
-    argument.
+    """``__reduce__`` for a frozen, slotted dataclass: pickle calls the class
+    with the fields in order, named once per class (not read from
+    ``__slots__``, which in a subclass name only its own fields). Every field
+    must be an ``__init__`` argument.
 
     >>> import pickle
     >>> from guardscan.guards.values import ParamV
@@ -34,9 +35,3 @@ def fields_reduce(self: object) -> tuple[type, tuple[object, ...]]:
 #: ``fields_reduce``'s field names, by class
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
-
-def fast_reduce(self: object) -> tuple[type, tuple[object, ...]]:
-    """``__reduce__`` for frozen, slotted dataclasses: pickle calls the class
-    with the fields in order (the default goes through ``dataclasses.fields``
-    per object, the bulk of the time to store or load a scan's linking)."""
-    return type(self), tuple([getattr(self, name) for name in self.__slots__])  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from guardscan.arch import Arch
-from guardscan.pickling import fast_reduce
+from guardscan.pickling import fields_reduce
 
 if TYPE_CHECKING:
     from guardscan.model_facts import ModelView
@@ -589,4 +589,4 @@ def to_json(pred: Predicate) -> object:
 
 for _cls in (Const, Device, CudaAtLeast, Platform, OptionIs, QuantIs, EnvIs, Installed, ModelIs,
              Unknown):
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+    _cls.__reduce__ = fields_reduce  # type: ignore[method-assign]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from guardscan.guards.values import UnkV
 from guardscan.index.observe import Reads
 from guardscan.messages import internal_error
-from guardscan.pickling import fast_reduce
+from guardscan.pickling import fields_reduce
 from guardscan.predicate import Const, OptionIs, Predicate, QuantIs, Unknown, atoms
 from guardscan.results import Diagnostic
 from guardscan.syntax import short
@@ -65,7 +65,7 @@ class Answer:
 
 
 for _cls in (Resolved, Answer):
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+    _cls.__reduce__ = fields_reduce  # type: ignore[method-assign]
 
 
 #: ``StoredAnswer``'s value before it is first read

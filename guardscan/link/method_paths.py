@@ -40,7 +40,7 @@ from guardscan.index.observe import FactsView
 from guardscan.link.checkpoint_picks import picked_alternatives, picked_way, picks
 from guardscan.link.conditions import option_atoms
 from guardscan.link.recorded import MemoFactory, RecordedMemo
-from guardscan.pickling import fast_reduce
+from guardscan.pickling import fields_reduce
 from guardscan.predicate import (
     TRUE,
     Predicate,
@@ -110,7 +110,7 @@ class _Edge:
 
 
 for _cls in (Reach, _Edge):  # (kept in the record of linking, as memos' entries)
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+    _cls.__reduce__ = fields_reduce  # type: ignore[method-assign]
 
 
 @dataclass

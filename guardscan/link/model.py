@@ -14,7 +14,7 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from guardscan.pickling import fast_reduce
+from guardscan.pickling import fields_reduce
 from guardscan.predicate import Predicate
 from guardscan.results import Diagnostic, OptionInfo, Role
 
@@ -205,7 +205,7 @@ class Links:
 
 
 for _cls in (Hop, Finding, KernelCall):
-    _cls.__reduce__ = fast_reduce  # type: ignore[method-assign]
+    _cls.__reduce__ = fields_reduce  # type: ignore[method-assign]
 
 
 def default_choices(options: Sequence[OptionInfo]) -> dict[str, str]:
