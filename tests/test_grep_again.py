@@ -61,6 +61,41 @@ def test_answers_after_an_edit_are_those_of_the_new_bytes(
         assert len(index.grep_log) == 2 * len(_PATTERNS)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    before=st.lists(st.lists(st.sampled_from(_WORDS), max_size=6).map(b"".join),
+                    min_size=1, max_size=12),
+    edits=st.dictionaries(st.integers(0, 11), st.lists(st.sampled_from(_WORDS), max_size=6)
+                          .map(b"".join), max_size=4),
+    asked=st.lists(st.one_of(st.none(), st.lists(st.integers(0, 11), unique=True,
+                                                  max_size=8)), min_size=1, max_size=4),
+    within=st.one_of(st.none(), st.lists(st.integers(0, 11), unique=True, max_size=8)),
+)
+def test_earlier_searches_of_parts_and_of_the_whole_tree_combine(
+        before: list[bytes], edits: dict[int, bytes], asked: list[list[int] | None],
+        within: list[int] | None) -> None:
+    """The earlier scan asked each pattern of some files, of the whole tree
+    (every such search shares one set of the files), or both, in any order:
+    the answers are still those of the new bytes."""
+    edits = {i: text for i, text in edits.items() if i < len(before)}
+    after = [edits.get(i, text) for i, text in enumerate(before)]
+
+    def names(picked: list[int] | None) -> list[str] | None:
+        return None if picked is None else [f"pkg/m{i:02d}.py" for i in picked if i < len(before)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        earlier = _index(Path(tmp) / "a", before)
+        log = [(p, tuple(n) if (n := names(part)) is not None else None,
+                tuple(earlier.grep_re(p, n))) for part in asked for p in _PATTERNS]
+        index = _index(Path(tmp) / "b", after)
+        unchanged = [f"pkg/m{i:02d}.py" for i in range(len(before)) if before[i] == after[i]]
+        index.reuse(log, unchanged)
+        if within is not None:
+            within = [i for i in within if i < len(before)]
+        for pattern in _PATTERNS:
+            assert index.grep_re(pattern, names(within)) == _expected(after, pattern, within)
+
+
 def test_the_earlier_answer_is_used_for_unchanged_files(tmp_path: Path) -> None:
     """A file the earlier scan answered, unchanged since, is not read again:
     its answer stands (here a recorded answer that the bytes would not give
