@@ -51,6 +51,7 @@ from guardscan.index.extract import source_lines
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import unseen_change
 from guardscan.memo.records import Changes, LinkRecord
+from guardscan.memo.seen import Seen
 from guardscan.results import Diagnostic, ScanResult
 
 __all__ = ["ResultCache"]
@@ -87,7 +88,8 @@ class _Reads:
     """What the scan read, per file: kept beside the entry and loaded only
     when a file it read has changed."""
 
-    seen: dict[str, frozenset[tuple[object, ...]]]
+    #: per file, a pickle read when asked (``memo.seen``)
+    seen: Seen
     lines: dict[str, dict[int, str]]
     fact_keys: dict[str, str]
     token: str = ""
@@ -502,15 +504,15 @@ class ResultCache:
         used = frozenset(index.outcomes)
         read = frozenset(rel for rel, seen in index.seen.items() if seen) | frozenset(
             index.lines_read)
-        seen = {rel: frozenset(seen) for rel, seen in index.seen.items() if seen}
+        observed = {rel: frozenset(keys) for rel, keys in index.seen.items() if keys}
         lines = dict(index.lines_read)
         fact_keys = dict(index.fact_keys)
         prior, prior_reads = self._entry, self._reads
         if replayed and prior is not None and prior_reads is not None:
             used |= prior.used
             read |= prior.read
-            for rel, keys in prior_reads.seen.items():
-                seen[rel] = seen.get(rel, frozenset()) | keys
+            # the files this scan did not read keep their pickles as they came
+            seen = prior_reads.seen.merged(observed)
             for rel, texts in prior_reads.lines.items():
                 if rel in self._changed:  # keep the lines that read the same now
                     now = source_lines(self._changed[rel])
@@ -519,6 +521,8 @@ class ResultCache:
                 lines[rel] = {**texts, **lines.get(rel, {})}
             for rel, key in prior_reads.fact_keys.items():
                 fact_keys.setdefault(rel, key)
+        else:
+            seen = Seen.of(observed)
         entry = _Entry(
             stats=stats,
             # the pre-filter already read (and hashed) every file, or knew it
