@@ -519,6 +519,45 @@ def test_stored_answers_are_read_when_asked_and_a_damaged_one_is_asked_again(
     assert _json(after) == _fresh(root, tmp_path)
 
 
+def test_stored_observations_are_read_when_asked_and_a_damaged_one_counts_as_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a stored scan read of each file is a pickle per file
+    (``memo.seen``), read when a later scan asks for that file's. One that
+    no longer reads (a damaged cache) counts as the whole file read, so its
+    file is analysed again; the result is still what a scan from scratch
+    gives."""
+    import pickle
+
+    from guardscan.memo import results, seen
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "roles_gate", root)
+    cache = tmp_path / "cache"
+    _analyse(root, cache)
+    [path] = (cache / "results").glob("*.reads.pickle")
+    reads = pickle.loads(path.read_bytes())
+    assert isinstance(reads, results._Reads) and isinstance(reads.seen, seen.Seen)
+    assert len(reads.seen) > 2
+    # every other file's observations damaged
+    reads.seen = seen.Seen({rel: b"damaged" if at % 2 else blob
+                            for at, (rel, blob) in enumerate(reads.seen.blobs.items())})
+    path.write_bytes(pickle.dumps(reads))
+    asked: list[frozenset[tuple[object, ...]]] = []
+    getitem = seen.Seen.__getitem__
+
+    def counted(self: seen.Seen, rel: str) -> frozenset[tuple[object, ...]]:
+        found = getitem(self, rel)
+        asked.append(found)
+        return found
+
+    monkeypatch.setattr(seen.Seen, "__getitem__", counted)
+    assert _edit(root / "sglang/srt/server_args.py", "raising-helper")
+    after = _analyse(root, cache)
+    assert not after.cache.startswith("reused"), after.cache
+    assert seen._WHOLE in asked  # a damaged one was asked for
+    assert _json(after) == _fresh(root, tmp_path)
+
+
 def test_an_edit_on_one_methods_path_links_that_method_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each ``--quantization`` method's path is a linking unit of its own
