@@ -7,7 +7,6 @@ stages what records and replays; it also decides when memory is let go.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 import time
@@ -31,8 +30,8 @@ from guardscan.index import Index
 from guardscan.link import Links, collect_links, option_model
 from guardscan.link.shared_values import share_links, shared_options
 from guardscan.memo import ScanMemo, disk
-from guardscan.memo.narrow import AskedBy, Owners, narrow
-from guardscan.memo.warm import Warmer
+from guardscan.memo.narrow import AskedBy, Owners, ask_kernel_questions, narrow
+from guardscan.memo.warm import Ahead, Warmer
 from guardscan.messages import diagnostic, internal_error
 from guardscan.model_facts import ModelFacts, read_model
 from guardscan.options import OptionCatalog, build_catalog
@@ -193,12 +192,12 @@ def _analyse(opts: ScanOptions) -> Analysis:
     catalog = memo.catalog(index, build_catalog) if memo is not None else build_catalog(index)
     _selected_options(opts, tree, catalog)
     options = list(catalog.options)
-    warmer = _warm_kernels(opts, kernel_tree, memo, cubins.key if cubins is not None else "")
+    warmer = _warm_kernels(opts, kernel_tree, memo, cubins, compiled, options)
     if warmer is not None:
         index.after_prefetch = warmer.go
     try:
         return _link_and_judge(opts, tree, kernel_tree, kernel_note, memo, index, catalog,
-                               options, cubins, compiled, model)
+                               options, cubins, compiled, model, warmer)
     finally:
         if warmer is not None:
             warmer.stop()
@@ -280,15 +279,45 @@ class UnknownChoiceError(AcquireError):
         self.choices = choices
 
 
-def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None,
-                  memo: ScanMemo | None, companions: str = "") -> Warmer | None:
-    """Start parsing the kernel library into the facts cache on a spare core,
-    unless its answers are stored already (then it is not read at all)."""
+def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None, memo: ScanMemo | None,
+                  cubins: CubinSource | None, compiled: CompiledSource | None,
+                  options: list[OptionInfo]) -> Warmer | None:
+    """Start reading the kernel library on a spare core, to answer the
+    questions linking will find (``memo.warm``), unless its answers are
+    stored already (then it is not read at all)."""
     if kernel_tree is None or memo is None:
         return None
+    companions = cubins.key if cubins is not None else ""
     if memo.kernel_answers(kernel_tree, companions, tuple(a.name for a in opts.archs)).stored:
         return None
-    return Warmer(kernel_tree, memo.cache_dir)
+    ahead = Ahead(lambda: _kernel_judge(opts, kernel_tree, memo, cubins, compiled),
+                  list(options), list(opts.archs))
+    return Warmer(kernel_tree, memo.cache_dir, ahead)
+
+
+def _kernel_judge(opts: ScanOptions, kernel_tree: SourceTree, memo: ScanMemo | None,
+                  cubins: CubinSource | None, compiled: CompiledSource | None,
+                  ) -> tuple[Index, KernelJudge]:
+    """The kernel library's index and judge (the compiled packages' judge
+    around it, when they are read): the scan's, and the background
+    process's that answers ahead of it (``memo.warm``), built alike."""
+    from guardscan.kernels.judge import kernel_judge_for
+
+    cache_dir = opts.cache_dir or default_cache_dir()
+    kernel_index = Index(kernel_tree, cache_dir if opts.use_cache else None)
+    # FlashInfer's text is searched a few times (17 whole-tree searches
+    # for 0.7.2 under sglang 0.5.23), through its buffer's temporary
+    # file (``index.whole_text``): 117 MB never held beside SGLang's results
+    kernel_index.release_text()
+    answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "",
+                                  tuple(a.name for a in opts.archs)) \
+        if memo is not None else None
+    judge: KernelJudge = kernel_judge_for(kernel_index, answers, cubins)
+    if compiled is not None and (compiled.packages or compiled.diagnostics):
+        from guardscan.binaries.judge import CompiledJudge
+
+        judge = CompiledJudge(judge, compiled)
+    return kernel_index, judge
 
 
 def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree | None,
@@ -296,8 +325,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
                     catalog: OptionCatalog, options: list[OptionInfo],
                     cubins: CubinSource | None = None,
                     compiled: CompiledSource | None = None,
-                    served: ModelFacts | None = None) -> Analysis:
-    cache_dir = opts.cache_dir or default_cache_dir()
+                    served: ModelFacts | None = None, warmer: Warmer | None = None) -> Analysis:
     modes = getattr(catalog, "modes", [])
     model = option_model([*catalog.options, *modes], catalog.enums, catalog.quantization)
     shared = shared_options(index, catalog.enums)
@@ -341,27 +369,23 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     )
     kernel_judge: KernelJudge | None = None
     if opts.kernels:
+        if warmer is not None:
+            # the background process asks linking's questions of the library
+            # it read meanwhile, and stores the answers, which the judge made
+            # below replays (``memo.warm``)
+            warmer.answer(links.kernel_calls)
         if kernel_tree is not None:
             _say(opts, f"reading kernel facts of {kernel_tree.package} {kernel_tree.version}")
-            from guardscan.kernels.judge import kernel_judge_for
-
-            kernel_index = Index(kernel_tree, cache_dir if opts.use_cache else None)
-            # FlashInfer's text is searched a few times (17 whole-tree searches
-            # for 0.7.2 under sglang 0.5.23), through its buffer's temporary
-            # file (``index.whole_text``): 117 MB never held beside SGLang's results
-            kernel_index.release_text()
-            answers = memo.kernel_answers(kernel_tree, cubins.key if cubins else "",
-                                          tuple(a.name for a in opts.archs)) \
-                if memo is not None else None
-            kernel_judge = kernel_judge_for(kernel_index, answers, cubins)
+            kernel_index, kernel_judge = _kernel_judge(opts, kernel_tree, memo, cubins, compiled)
             result.kernels.append(PackageRef(kernel_tree.package, kernel_tree.version,
                                              str(kernel_tree.root / kernel_tree.package)))
+        elif compiled is not None and (compiled.packages or compiled.diagnostics):
+            from guardscan.binaries.judge import CompiledJudge
+
+            kernel_judge = CompiledJudge(None, compiled)
         if kernel_note is not None:
             result.notes.append(kernel_note)
         if compiled is not None and (compiled.packages or compiled.diagnostics):
-            from guardscan.binaries.judge import CompiledJudge
-
-            kernel_judge = CompiledJudge(kernel_judge, compiled)
             for package in compiled.packages:
                 name, _, version = package.label.partition(" ")
                 result.kernels.append(PackageRef(name, version or None, str(package.wheel)))
@@ -377,7 +401,7 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
     faults: list[tuple[str, Diagnostic]] = []
     asked = AskedBy(kernel_judge) if kernel_judge is not None else None
     if asked is not None:
-        _ask_kernel_questions(links, options, opts.archs, asked)
+        ask_kernel_questions(links.kernel_calls, options, opts.archs, asked)
 
     def named(option: OptionInfo) -> None:
         if asked is not None:
@@ -413,38 +437,6 @@ def _link_and_judge(opts: ScanOptions, tree: SourceTree, kernel_tree: SourceTree
         memo.store(index, kernel_tree, result, owners)
     return Analysis(tree, index, catalog, vocab, links, _shown(opts, result, owners),
                     kernel_tree, kernel_judge, memo.outcome if memo is not None else "", units)
-
-
-def _ask_kernel_questions(links: Links, options: list[OptionInfo], archs: list[Arch],
-                          asked: AskedBy) -> None:
-    """Ask the kernel judge every question the judged options' calls can
-    ask, once each, in one fixed order (option by option, each option's
-    calls in the order the linker found them, every arch), before any
-    choice is judged.
-
-    The kernel library's answers are replayed from the cache only while a
-    scan asks the questions the last one asked, in the same order
-    (``memo.kernel_answers.KernelAnswers``); asked as the verdicts need them, the
-    order followed which calls each verdict reached, and an edit that made
-    one call reachable where it was not read the whole library again. Asked
-    up front, the sequence depends only on the calls the linker found, not
-    on their conditions, and the judging that follows finds every answer
-    ready."""
-    seen: set[tuple[str, str | None, str]] = set()
-    for option in options:
-        asked.option = option.flag
-        for call in links.kernel_calls:
-            if call.option != option.dest or not asked.covers(call):
-                continue
-            made = [dataclasses.replace(call, backend=string) for _, string in call.backends] \
-                if call.backends else [call]
-            for each in made:
-                key = (each.target, each.backend, repr(each.args))
-                if key in seen:
-                    continue
-                seen.add(key)
-                for arch in archs:
-                    asked.support(each, arch)
 
 
 def _judge_option(index: Index, links: Links, option: OptionInfo, opts: ScanOptions,

@@ -1,5 +1,5 @@
 """The kernel library's answers replay from the cache after an edit that
-changes only which calls are reached (``driver._ask_kernel_questions``)."""
+changes only which calls are reached (``memo.narrow.ask_kernel_questions``)."""
 
 from __future__ import annotations
 

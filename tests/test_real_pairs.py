@@ -7,6 +7,8 @@ RTX PRO 6000 (sm120), where `--moe-runner-backend flashinfer_trtllm` died on loa
 from __future__ import annotations
 
 import io
+import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,10 @@ def _show(verdict: BackendVerdict) -> str:
     lines += [f"  [{e.role}] {e.path}:{e.line} {e.text} -- {e.note}" for e in verdict.evidence]
     return "\n".join(lines)
 
+
+#: whether the kernel library's questions are answered ahead of a scan with
+#: a fresh cache, by a background process (``memo.warm``): two cores and fork
+_AHEAD = (os.cpu_count() or 1) >= 2 and "fork" in multiprocessing.get_all_start_methods()
 
 def test_pairing_reads_the_pinned_version(pair_059_063: Any) -> None:
     kernels = pair_059_063.result.kernels
@@ -192,7 +198,9 @@ def test_kernel_answers_are_replayed_exactly(sglang_059: Any, flashinfer_063: An
     run(cache, ["sm90", "sm120"])
     first = run(cache)
     assert first.result.to_json() == reference
-    assert first.kernel_judge._library is not None  # nothing stored for every arch
+    # nothing stored for every arch: the background process answers ahead of
+    # the scan where it can run (``memo.warm``), else the scan reads the library
+    assert (first.kernel_judge._library is None) == _AHEAD
     stored = run(cache)
     assert stored.result.to_json() == reference
     assert stored.kernel_judge._library is None  # every answer came from the cache
@@ -227,7 +235,8 @@ def test_one_arch_after_every_arch_reads_no_kernel_library(sglang_059: Any, flas
 
     reference = run(None, ["sm120"]).result.to_json()
     cache = tmp_path / "cache"
-    assert run(cache).kernel_judge._library is not None
+    # (answered ahead by the background process where it runs, ``memo.warm``)
+    assert (run(cache).kernel_judge._library is None) == _AHEAD
     one = run(cache, ["sm120"])
     assert one.result.to_json() == reference
     assert one.kernel_judge._library is None

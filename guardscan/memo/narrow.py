@@ -22,17 +22,17 @@ definitions, guards, linking, unreadable files) is about the tree, and stays.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from guardscan.arch import Arch
 from guardscan.link import KernelCall
 from guardscan.predicate import Tri
-from guardscan.results import Diagnostic, Evidence, ScanResult
+from guardscan.results import Diagnostic, Evidence, OptionInfo, ScanResult
 from guardscan.verdict import KernelJudge
 
-__all__ = ["AskedBy", "Owners", "narrow"]
+__all__ = ["AskedBy", "Owners", "ask_kernel_questions", "narrow"]
 
 #: diagnostic -> (flag, path, line) of each option that would report it, in the
 #: order options are judged, at the place it would (a diagnostic not in it
@@ -107,6 +107,39 @@ class AskedBy(KernelJudge):
             if askers is not None:
                 owners[found] = tuple((flag, rel, line) for flag, (rel, line) in askers.items())
         return owners
+
+
+def ask_kernel_questions(calls: Sequence[KernelCall], options: Sequence[OptionInfo],
+                         archs: Sequence[Arch], asked: AskedBy) -> None:
+    """Ask the kernel judge every question the judged options' calls (those
+    the linker found, ``Links.kernel_calls``) can ask, once each, in one
+    fixed order (option by option, each option's calls in the order the
+    linker found them, every arch), before any choice is judged.
+
+    The kernel library's answers are replayed from the cache only while a
+    scan asks the questions the last one asked, in the same order
+    (``memo.kernel_answers.KernelAnswers``); asked as the verdicts need them, the
+    order followed which calls each verdict reached, and an edit that made
+    one call reachable where it was not read the whole library again. Asked
+    up front, the sequence depends only on the calls the linker found, not
+    on their conditions, and the judging that follows finds every answer
+    ready (the background reader, ``memo.warm``, asks the same sequence
+    ahead of the scan)."""
+    seen: set[tuple[str, str | None, str]] = set()
+    for option in options:
+        asked.option = option.flag
+        for call in calls:
+            if call.option != option.dest or not asked.covers(call):
+                continue
+            made = [replace(call, backend=string) for _, string in call.backends] \
+                if call.backends else [call]
+            for each in made:
+                key = (each.target, each.backend, repr(each.args))
+                if key in seen:
+                    continue
+                seen.add(key)
+                for arch in archs:
+                    asked.support(each, arch)
 
 
 def narrow(result: ScanResult, flags: Iterable[str], owners: Owners) -> ScanResult:

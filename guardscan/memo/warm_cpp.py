@@ -28,14 +28,20 @@ Example
 
 from __future__ import annotations
 
-from multiprocessing.synchronize import Event
+from typing import Protocol
 
 from guardscan.index import Index
 
-__all__ = ["warm_cpp"]
+__all__ = ["Stop", "warm_cpp"]
 
 
-def warm_cpp(index: Index, stop: Event) -> int:
+class Stop(Protocol):
+    """When to stop (an ``Event``, or anything else asked between files)."""
+
+    def is_set(self) -> bool: ...
+
+
+def warm_cpp(index: Index, stop: Stop) -> int:
     """Read the C++ of every JIT spec generator of ``index``'s package into
     the cache, generator by generator, until ``stop`` is set; returns how
     many files the cache now holds facts of, that this read or found."""

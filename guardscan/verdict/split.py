@@ -15,7 +15,7 @@ its options:
   order: the judge (and the driver's record of who asked what,
   ``memo.narrow.AskedBy``) ends as one process judging the options in order
   leaves it. The kernel answers were worked out before judging began
-  (``driver._ask_kernel_questions``), so these are lookups; should an
+  (``memo.narrow.ask_kernel_questions``), so these are lookups; should an
   answer come out differently here (a question judging was first to ask,
   whose answer can depend on the order), that option and every later one
   are judged here, and the children's verdicts for them are dropped;
