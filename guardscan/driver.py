@@ -292,7 +292,7 @@ def _warm_kernels(opts: ScanOptions, kernel_tree: SourceTree | None, memo: ScanM
         return None
     ahead = Ahead(lambda: _kernel_judge(opts, kernel_tree, memo, cubins, compiled),
                   list(options), list(opts.archs))
-    return Warmer(kernel_tree, memo.cache_dir, ahead)
+    return Warmer(ahead)
 
 
 def _kernel_judge(opts: ScanOptions, kernel_tree: SourceTree, memo: ScanMemo | None,

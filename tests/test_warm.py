@@ -1,56 +1,38 @@
-"""The background parser of the kernel library: where it starts, what it
-writes, that it stops when asked, and that it changes no result."""
+"""The background process that answers the kernel questions ahead of a
+cold scan: it stops when asked, and it changes no result (whether it
+answers or fails)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from multiprocessing import Event
 from pathlib import Path
 
 import pytest
 from fixturetree import FIXTURES, fixture
 
-from guardscan.acquire import acquire
 from guardscan.driver import ScanOptions, analyse
-from guardscan.memo.warm import Warmer, _warm, import_order
+from guardscan.memo.warm import Ahead, Warmer
 
 
 def _kernel_tree(tmp_path: Path) -> Path:
     root = tmp_path / "kernels" / "flashinfer"
     shutil.copytree(FIXTURES / "kernels_decorator" / "flashinfer", root)
-    # a module nothing imports: never parsed in the background
-    (root / "zz_unused.py").write_text("def unused():\n    return 1\n", encoding="utf-8")
     return root
 
 
-def test_import_order_is_the_package_and_what_it_imports(tmp_path: Path) -> None:
-    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
-    order = import_order(tree)
-    assert order == ["flashinfer/__init__.py", "flashinfer/gemm.py", "flashinfer/utils.py"]
-    assert sorted(tree.files) == sorted([*order, "flashinfer/zz_unused.py"])
+def test_a_stopped_warmer_leaves_no_process(tmp_path: Path) -> None:
+    def build() -> object:
+        raise AssertionError("never built: the scan never said go")
 
-
-def test_the_warmer_fills_the_facts_cache(tmp_path: Path) -> None:
-    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
-    cache = tmp_path / "cache"
-    _warm(tree, cache, Event())  # in this process, to the end
-    pickles = list((cache / "facts").rglob("*.pickle"))
-    assert len(pickles) == len(tree.files) - 1  # all but zz_unused.py
-    assert not list((cache / "facts").rglob("*.tmp"))
-
-
-def test_a_stopped_warmer_leaves_no_process_and_no_partial_entry(tmp_path: Path) -> None:
-    tree = acquire(str(_kernel_tree(tmp_path)), "flashinfer")
-    cache = tmp_path / "cache"
-    warmer = Warmer(tree, cache)
+    warmer = Warmer(Ahead(build, [], []))  # type: ignore[arg-type]
     process = warmer._process
     if process is None:
         pytest.skip("one core, or no fork: the warmer never starts here")
     warmer.stop()
     assert not process.is_alive()
     assert process.exitcode is not None
-    assert not list(cache.rglob("*.tmp"))
+    assert not warmer.answer([])  # stopped: nothing answers
 
 
 def test_a_scan_with_the_warmer_gives_the_same_result(tmp_path: Path) -> None:
@@ -87,7 +69,7 @@ def test_the_kernel_questions_answered_ahead_are_the_scans_own(tmp_path: Path,
         return json.dumps(analysis.result.to_json(), sort_keys=True)  # type: ignore[attr-defined]
 
     reference = text(scan(cache_dir=tmp_path / "none", use_cache=False))
-    probe = warm.Warmer(acquire(str(kernels), "flashinfer"), tmp_path / "probe")
+    probe = warm.Warmer(warm.Ahead(lambda: None, [], []))  # type: ignore[arg-type, return-value]
     if probe._process is None:
         pytest.skip("one core, or no fork: nothing runs beside the scan here")
     probe.stop()

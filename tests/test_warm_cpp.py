@@ -17,7 +17,6 @@ from guardscan.arch import parse_arch
 from guardscan.cpp import link
 from guardscan.index import Index
 from guardscan.kernels.judge import LibraryJudge
-from guardscan.memo.warm import _warm
 from guardscan.memo.warm_cpp import warm_cpp
 
 
@@ -84,7 +83,7 @@ def test_the_kernel_stage_after_it_reads_no_cpp_and_answers_the_same(
     reference = answers(None)
     assert {value for value, _ in reference} == {"true", "false", "unknown"}
     cache = tmp_path / "cache"
-    _warm(tree, cache, Event())  # in this process, to the end
+    warm_cpp(Index(tree, cache), Event())  # in this process, to the end
 
     def no_reading(rel: str, data: bytes) -> object:
         raise AssertionError(f"{rel} read by the kernel stage")

@@ -11,7 +11,7 @@ it read is unchanged, the way Salsa and rust-analyzer reuse queries:
 - ``records``: what linking read and found, unit by unit;
 - ``link_units``: the runner that records units and replays them;
 - ``session``: the seam itself (:class:`ScanMemo`);
-- ``warm``: a background parser that fills the facts cache on an idle core.
+- ``warm``: the kernel stage of a cold scan, in a background process on an idle core.
 
 The facts cache (parsed files by content hash) lives with the index, and the
 reads each stage makes are recorded by the index's views

@@ -1,40 +1,27 @@
-"""memo (warmer): parse a tree into the facts cache in the background, on an idle core.
+"""memo (warmer): the kernel stage of a cold scan, in the background, on an idle core.
 
 A cold scan reads SGLang first and the kernel library last, one core busy
-most of the time. Meanwhile a background process parses the kernel library's
-files into the facts cache: the package's ``__init__`` and what it imports
-(breadth first), where the library's questions begin. When the kernel stage
-comes, the files it needs are mostly cached already; any that are not it
-parses itself, as it always did. Facts are a function of a file's bytes, so
-who parsed them changes nothing in the result.
-
-Only what the ``__init__`` reaches is parsed, never the rest of the tree:
-on FlashInfer 0.7.2 the kernel stage of a scan of sglang 0.5.23 reads 526 of
-its 3,375 files, 339 of them among the 736 the ``__init__`` reaches, and the
-rest of the tree is mostly vendored code no question reaches (CUTLASS's and
-CCCL's Python, 747 files). Parsing the whole tree cost a cold scan 38 s of
-CPU, a third of it, to save 5 s of waiting.
-
-Then it reads the library's C++ the same way, into the C++ facts cache
-(``memo.warm_cpp``): the sources of every JIT spec generator and the
-headers they include.
-
-When the driver hands it an ``Ahead`` (a scan with a cache, whose kernel
-answers are not stored yet), it does more: it builds the kernel library's
-judge as the scan would, reads the library at once (its facts, the C++ its
-questions read), waits for the calls linking found, asks them in the
-scan's order (``narrow.ask_kernel_questions``) and stores the answers
+most of the time. A scan whose kernel answers are not stored yet (with a
+cache) forks a background process before linking, while the scan is small.
+Once the scan's own parallel parsing is done (``go``), it builds the kernel
+library's judge as the scan would, reads the library (its Python facts),
+then its C++ into the C++ facts cache (``memo.warm_cpp``: the sources of
+every JIT spec generator and the headers they include), until the calls
+linking found come (``Warmer.answer``). It asks them in the scan's order
+(``narrow.ask_kernel_questions``) and stores the answers
 (``memo.kernel_answers``). The scan then asks the same questions of a judge
 that replays them, as a scan after an edit does: the answers, diagnostics
 and notes are the ones the library gives, and a question the stored
 sequence does not hold (or a background process that failed) reads the
-library in the scan's process, as without it. On sglang 0.5.23 the kernel
-stage took about 11 s after linking, on the one busy core, and the
-library's 190 MB of facts and solver state sat on top of what linking
-left; now they are read beside linking, in a process forked while the scan
-is small.
+library in the scan's process, as without it. Facts are a function of a
+file's bytes, so who read them changes nothing in the result either.
 
-The warmer never runs the code it reads, never raises into the scan, and
+On sglang 0.5.23 with flashinfer 0.7.2 the library's facts take 3 s, its
+C++ 6 s, both beside linking, and the questions 10 s once linking is done;
+the library's facts and solver state (about 190 MB) never enter the scan's
+process.
+
+The process never runs the code it reads, never raises into the scan, and
 stops between files when asked (its cache writes are atomic, so stopping
 leaves no half-written entry).
 """
@@ -43,16 +30,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from guardscan.acquire import SourceTree
 
 if TYPE_CHECKING:
     from guardscan.arch import Arch
@@ -61,7 +43,7 @@ if TYPE_CHECKING:
     from guardscan.results import OptionInfo
     from guardscan.verdict import KernelJudge
 
-__all__ = ["Ahead", "Warmer", "import_order"]
+__all__ = ["Ahead", "Warmer"]
 
 
 @dataclass
@@ -74,90 +56,18 @@ class Ahead:
     options: Sequence[OptionInfo]
     archs: Sequence[Arch]
 
-#: ``import a.b`` / ``from .a import b, c`` at the start of a line
-_IMPORT = re.compile(
-    rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t\\\n]+)|import[ \t]+([\w.]+))",
-    re.MULTILINE)
 
-
-def import_order(tree: SourceTree) -> list[str]:
-    """The tree's files reachable by imports from the package's ``__init__``,
-    breadth first. Read from the text with a regular expression: a hint of
-    where to start, not an analysis."""
-    by_module = {tree.module_name(rel): rel for rel in tree.files}
-    start = f"{tree.package}/__init__.py"
-    order: list[str] = []
-    seen: set[str] = set()
-    queue = deque([start] if start in tree.files else [])
-    while queue:
-        rel = queue.popleft()
-        if rel in seen:
-            continue
-        seen.add(rel)
-        order.append(rel)
-        try:
-            data = tree.path_of(rel).read_bytes()
-        except OSError:
-            continue
-        queue.extend(r for r in _imported(tree, rel, data, by_module) if r not in seen)
-    return order
-
-
-def _imported(tree: SourceTree, rel: str, data: bytes,
-              by_module: dict[str, str]) -> Iterable[str]:
-    module = tree.module_name(rel)
-    package = module if rel.endswith("__init__.py") else module.rpartition(".")[0]
-    for match in _IMPORT.finditer(data):
-        if match.group(3):
-            targets = [match.group(3).decode()]
-        else:
-            source = match.group(1).decode()
-            dots = len(source) - len(source.lstrip("."))
-            base = source
-            if dots:
-                base = package
-                for _ in range(dots - 1):
-                    base = base.rpartition(".")[0]
-                base = f"{base}.{source[dots:]}" if source[dots:] else base
-            names = re.findall(r"\w+", match.group(2).decode())
-            targets = [base, *(f"{base}.{name}" for name in names)]
-        for target in targets:
-            parts = target.split(".")
-            for end in range(1, len(parts) + 1):
-                found = by_module.get(".".join(parts[:end]))
-                if found is not None:
-                    yield found
-
-
-def _warm(tree: SourceTree, cache_dir: Path, stop: Event, go: Event | None = None,
-          ahead: Ahead | None = None, conn: Connection | None = None) -> None:
-    """The background process: parse what the tree's ``__init__`` imports
-    into the cache (``import_order``), once ``go`` is set (at once without
-    it); or, given ``ahead``, answer the scan's kernel questions (``_answer``)."""
+def _warm(stop: Event, go: Event, ahead: Ahead, conn: Connection) -> None:
+    """The background process: once ``go`` is set, answer the scan's kernel
+    questions (``_answer``)."""
     try:
         os.nice(10)  # the scan itself comes first
     except OSError:
         pass
-    while go is not None and not go.wait(timeout=0.2):
+    while not go.wait(timeout=0.2):
         if stop.is_set():
             return
-    if ahead is not None and conn is not None:
-        _answer(ahead, conn, stop)
-        return
-    try:
-        from guardscan.index import Index
-
-        index = Index(tree, cache_dir)
-        index.release_text()
-        for rel in import_order(tree):
-            if stop.is_set():
-                return
-            index.warm(rel)
-        from guardscan.memo.warm_cpp import warm_cpp
-
-        warm_cpp(index, stop)
-    except Exception:  # noqa: BLE001 - a hint: never a failure of the scan
-        return
+    _answer(ahead, conn, stop)
 
 
 class _Either:
@@ -208,12 +118,12 @@ def _answer(ahead: Ahead, conn: Connection, stop: Event) -> None:
 
 
 class Warmer:
-    """A background process parsing ``tree`` into ``cache_dir``, if this
+    """The background process answering ``ahead``'s kernel questions, if this
     machine has a core to spare and can fork. It is forked at once (while the
     scan is small) and waits for ``go`` (the scan's own parallel parsing is
     done, a core is idle); ``stop`` ends it."""
 
-    def __init__(self, tree: SourceTree, cache_dir: Path, ahead: Ahead | None = None) -> None:
+    def __init__(self, ahead: Ahead) -> None:
         self._process: Any = None
         self._stop: Event | None = None
         self._go: Event | None = None
@@ -224,21 +134,19 @@ class Warmer:
             context = multiprocessing.get_context("fork")
             self._stop = context.Event()
             self._go = context.Event()
-            mine, theirs = context.Pipe() if ahead is not None else (None, None)
+            mine, theirs = context.Pipe()
             self._process = context.Process(
-                target=_warm, args=(tree, cache_dir, self._stop, self._go, ahead, theirs),
-                daemon=True)
+                target=_warm, args=(self._stop, self._go, ahead, theirs), daemon=True)
             self._process.start()
-            if theirs is not None:
-                theirs.close()  # (the process's end: its closing is then seen here)
+            theirs.close()  # (the process's end: its closing is then seen here)
             self._conn = mine
         except (OSError, ValueError):
             self._process = None
 
     def answer(self, calls: Iterable[KernelCall]) -> bool:
-        """Hand the background process the calls linking found (given an
-        ``Ahead``): it asks them and stores the answers. Returns once it has,
-        True when they are stored."""
+        """Hand the background process the calls linking found: it asks them
+        and stores the answers. Returns once it has, True when they are
+        stored."""
         conn, self._conn = self._conn, None
         if conn is None or self._process is None:
             return False

@@ -1,8 +1,9 @@
 """memo (C++ warmer): read the kernel library's JIT sources into the C++ facts cache in the background.
 
 What it does
-    After the warmer (``memo.warm``) has parsed the Python the package's
-    ``__init__`` reaches, it reads the C++ a scan's kernel questions read:
+    In the background process that answers a cold scan's kernel questions
+    (``memo.warm``), once it has read the library's Python and while the
+    scan links, it reads the C++ those questions read:
     the sources every JIT spec generator names (``kernels.cpp_checks``: the
     export table reads them all, whatever is asked) and, for each
     generator, those sources with the headers they include
@@ -18,8 +19,9 @@ Why it matters
 Known limits
     It reads every generator's closure: 456 files of FlashInfer 0.7.2 where
     the scan of sglang 0.5.23 asks 364. A file it has not reached yet when
-    the kernel stage asks is read by the scan itself, as before; facts are a
-    function of a file's bytes, so who read them changes no result.
+    the questions come is read when a question asks for it, as without it;
+    facts are a function of a file's bytes, so who read them changes no
+    result.
 Example
     ``warm_cpp(index, stop)`` with FlashInfer's index: ``<cache>/cpp/`` then
     holds the facts of ``data/csrc/trtllm_fmha_kernel_launcher.cu`` and of
