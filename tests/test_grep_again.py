@@ -17,6 +17,11 @@ from guardscan.index import Index
 _WORDS = [b"alpha", b"beta", b"gamma", b"import os", b"class A(Base)", b"\n", b" "]
 _PATTERNS = [rb"alpha", rb"beta|gamma", rb"class\s+\w+\s*\(Base\)", rb"import\s+os", rb"zeta"]
 
+#: the files' texts before an edit, and the edits (file number -> new text)
+_TEXTS = st.lists(st.lists(st.sampled_from(_WORDS), max_size=6).map(b"".join),
+                  min_size=1, max_size=12)
+_EDITS = st.dictionaries(st.integers(0, 11), st.lists(st.sampled_from(_WORDS), max_size=6)
+                         .map(b"".join), max_size=4)
 
 def _index(root: Path, texts: list[bytes]) -> Index:
     files = []
@@ -35,10 +40,8 @@ def _expected(texts: list[bytes], pattern: bytes, within: list[int] | None) -> l
 
 @settings(max_examples=60, deadline=None)
 @given(
-    before=st.lists(st.lists(st.sampled_from(_WORDS), max_size=6).map(b"".join),
-                    min_size=1, max_size=12),
-    edits=st.dictionaries(st.integers(0, 11), st.lists(st.sampled_from(_WORDS), max_size=6)
-                          .map(b"".join), max_size=4),
+    before=_TEXTS,
+    edits=_EDITS,
     within=st.one_of(st.none(), st.lists(st.integers(0, 11), unique=True, max_size=8)),
 )
 def test_answers_after_an_edit_are_those_of_the_new_bytes(
@@ -63,10 +66,8 @@ def test_answers_after_an_edit_are_those_of_the_new_bytes(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    before=st.lists(st.lists(st.sampled_from(_WORDS), max_size=6).map(b"".join),
-                    min_size=1, max_size=12),
-    edits=st.dictionaries(st.integers(0, 11), st.lists(st.sampled_from(_WORDS), max_size=6)
-                          .map(b"".join), max_size=4),
+    before=_TEXTS,
+    edits=_EDITS,
     asked=st.lists(st.one_of(st.none(), st.lists(st.integers(0, 11), unique=True,
                                                   max_size=8)), min_size=1, max_size=4),
     within=st.one_of(st.none(), st.lists(st.integers(0, 11), unique=True, max_size=8)),
