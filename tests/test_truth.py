@@ -215,6 +215,21 @@ def test_agreement_is_reported(pair_answers: list[Answer],
 
 
 @pytest.mark.real
+def test_every_choice_of_a_labelled_option_is_labelled_on_every_arch(
+        pair_answers: list[Answer]) -> None:
+    """A truth file that labels an option labels each of its choices on each of
+    the four archs: a gap is where a wrong verdict would go unseen."""
+    cases = [a.case for a in pair_answers]
+    offered = truthcases.choices(cases[0], realtrees.shared_cache_dir())
+    labelled = {c.key for c in cases}
+    gaps = sorted(f"{option} {choice} {arch}"
+                  for option in {c.option for c in cases}
+                  for choice in offered.get(option, ())
+                  for arch in ARCHS if (option, choice, arch) not in labelled)
+    assert not gaps, f"sglang {cases[0].sglang}: {len(gaps)} unlabelled:\n" + "\n".join(gaps)
+
+
+@pytest.mark.real
 def test_open_cases_are_still_missed(pair_answers: list[Answer]) -> None:
     """A case marked ``open`` (guardscan cannot decide it yet, and says why) is
     expected to be missed; once guardscan gets it right, the mark must go."""

@@ -13,7 +13,9 @@ A case may name a ``platform``: the non-CUDA platform the choice is for (its
 code hands the work to that platform's package, or its docs say so); the
 answer agrees only when guardscan gives that label too.
 guardscan is run once per distinct (quantization, model) in a file, on the
-four archs the files use, kernels on.
+four archs the files use, kernels on. A file that labels an option labels
+every choice the release offers for it on all four archs
+(``test_every_choice_of_a_labelled_option_is_labelled_on_every_arch``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ VERDICTS = ("blocked", "unsupported", "supported", "unknown")
 UNSAFE = frozenset({"blocked", "unsupported"})
 SAFE = frozenset({"supported", "unknown"})
 
-__all__ = ["ARCHS", "SAFE", "TRUTH_DIR", "UNSAFE", "VERDICTS", "Answer", "Case", "answers",
+__all__ = ["ARCHS", "SAFE", "TRUTH_DIR", "UNSAFE", "VERDICTS", "Answer", "Case", "answers", "choices",
            "load_pair", "load_raw", "pair_files", "paired_kernels"]
 
 
@@ -128,6 +130,16 @@ def _analysis(sglang: str, quantization: str | None, model: str,
 def paired_kernels(case: Case, cache_dir: Path) -> tuple[tuple[str, str | None], ...]:
     """The kernel libraries guardscan paired with the case's release."""
     return _analysis(case.sglang, case.quantization, case.model, str(cache_dir))[1]
+
+
+def choices(case: Case, cache_dir: Path) -> dict[str, set[str]]:
+    """Every choice of every option in the release of ``case``, from the
+    scan that answers it (the choices do not depend on the method or model)."""
+    out: dict[str, set[str]] = {}
+    for option, choice, _ in _analysis(case.sglang, case.quantization, case.model,
+                                       str(cache_dir))[0]:
+        out.setdefault(option, set()).add(choice)
+    return out
 
 
 def answers(cases: list[Case], cache_dir: Path) -> list[Answer]:
