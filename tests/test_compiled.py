@@ -288,3 +288,17 @@ def test_flashmla_has_no_code_for_sm120_in_the_pinned_wheels(version: str,
         # code for sm90 and sm100 is there: the binaries decide nothing
         for arch in ("sm90", "sm100"):
             assert got[(option, arch)].verdict.value == "unknown", (option, arch)
+
+
+@pytest.mark.real
+def test_dsa_on_sm90_is_not_called_unsupported_while_flash_mla_has_sm90_code() -> None:
+    """sglang 0.5.23's DSA backend: its FlashInfer calls exclude sm90, each under
+    a test left undecided (``self.device_sm_major >= 10``), and it calls
+    ``flash_mla``, whose ``_C_legacy`` library holds ``sm_90a``: what runs on
+    sm90 is not known to fail (on sm80, no library has code: it does)."""
+    result = _real("0.5.23")
+    got = {(v.option, v.arch): v.verdict.value for v in result.backends if v.choice == "dsa"}
+    for option in ("--attention-backend", "--prefill-attention-backend",
+                   "--decode-attention-backend"):
+        assert got[(option, "sm90")] == "unknown", option
+        assert got[(option, "sm80")] == "unsupported", option

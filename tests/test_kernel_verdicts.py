@@ -31,9 +31,12 @@ class Judge(KernelJudge):
     names the public building block that decides a TRUE."""
 
     def __init__(self, answers: dict[str, tuple[Tri, list[Evidence]]],
-                 delegates: dict[str, str] | None = None) -> None:
+                 delegates: dict[str, str] | None = None,
+                 loadable: frozenset[str] = frozenset()) -> None:
         self.answers = answers
         self.delegates = delegates or {}
+        #: targets that reach compiled code the arch can load
+        self.runs = loadable
 
     def covers(self, call: KernelCall) -> bool:
         return call.target.startswith("flashinfer.")
@@ -43,6 +46,9 @@ class Judge(KernelJudge):
 
     def delegate(self, call: KernelCall, arch: Arch) -> str | None:
         return self.delegates.get(call.target)
+
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        return call.target in self.runs
 
 
 def call(target: str, condition: Predicate = MINE, owned: bool = True) -> KernelCall:
@@ -104,6 +110,25 @@ def test_every_call_excluded_is_unsupported() -> None:
                          call("fp8_moe", conj(MINE, Unknown("fp8")))],
                         Judge({"flashinfer.fp4_moe": FALSE, "flashinfer.fp8_moe": FALSE}))
     assert verdict == "unsupported"
+
+
+def test_compiled_code_the_arch_can_load_is_another_way_out() -> None:
+    """sglang 0.5.23's DSA backend on sm90: its FlashInfer calls exclude sm90
+    (each under a test left undecided), but a call into a compiled package
+    whose library holds sm90 code may run instead: not "whatever runs fails"."""
+    calls = [call("trtllm_ragged", conj(MINE, CONFIG)),
+             call("flash_mla_decode", conj(MINE, Unknown("dsa_impl == 'flashmla_kv'")))]
+    answers = {"flashinfer.trtllm_ragged": FALSE, "flashinfer.flash_mla_decode": NEUTRAL}
+    verdict, evidence = decide(calls, Judge(answers, loadable=frozenset(
+        {"flashinfer.flash_mla_decode"})))
+    assert verdict == "mixed"
+    assert "decides nothing" in evidence[-1].note
+    # with no code for the arch there (arch-neutral: no fact at all), it still fails
+    assert decide(calls, Judge(answers))[0] == "unsupported"
+    # a required excluding call decides whatever else may run
+    required = [call("trtllm_ragged"), calls[1]]
+    assert decide(required, Judge(answers, loadable=frozenset(
+        {"flashinfer.flash_mla_decode"})))[0] == "unsupported"
 
 
 def test_shared_code_counts_only_where_it_is_reached() -> None:

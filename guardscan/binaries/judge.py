@@ -35,7 +35,7 @@ from guardscan.link import KernelCall
 from guardscan.predicate import Tri
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
-from guardscan.verdict.rules.compiled import judge_compiled
+from guardscan.verdict.rules.compiled import judge_compiled, loadable_code
 
 __all__ = ["CompiledJudge"]
 
@@ -79,6 +79,14 @@ class CompiledJudge(KernelJudge):
         if reach is None:
             return Tri.UNKNOWN, []
         return judge_compiled(reach, package.libraries, arch, package.label, package.machine)
+
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        if self.inner is not None and self.inner.covers(call):
+            return False
+        package = self.source.package_for(call.target)
+        reach = package.python.reach(call.target) if package is not None else None
+        return reach is not None and package is not None and loadable_code(
+            reach, package.libraries, arch, package.machine)
 
     def installed(self) -> frozenset[str]:
         inner = self.inner.installed() if self.inner is not None else frozenset()

@@ -78,6 +78,9 @@ class AskedBy(KernelJudge):
     def installed(self) -> frozenset[str]:
         return self._judge.installed()
 
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        return self._judge.loadable(call, arch)
+
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         key = self._asked(call, arch)
         faults = getattr(self._judge, "faults", None)

@@ -84,6 +84,11 @@ class KernelJudge:
         """Import names of the packages read beside the target (installed with it)."""
         return frozenset()
 
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        """Whether ``call`` reaches compiled code that holds code ``arch`` can
+        load (a call the facts leave undecided, yet one that can run there)."""
+        return False
+
 
 @dataclass
 class Judged:
@@ -128,3 +133,6 @@ class Asking(KernelJudge):
 
     def installed(self) -> frozenset[str]:
         return self.inner.installed()
+
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        return self.inner.loadable(call, arch)

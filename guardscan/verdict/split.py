@@ -126,6 +126,9 @@ class _Logged(KernelJudge):
     def installed(self) -> frozenset[str]:
         return self.inner.installed()
 
+    def loadable(self, call: KernelCall, arch: Arch) -> bool:
+        return self.inner.loadable(call, arch)
+
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         answer = self.inner.support(call, arch)
         self.asked.append(("support", call, arch, answer))

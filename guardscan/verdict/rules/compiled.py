@@ -52,7 +52,7 @@ from guardscan.kernels.model import STRENGTH as KERNEL_STRENGTH
 from guardscan.predicate import Tri
 from guardscan.results import Evidence, Role
 
-__all__ = ["STRENGTH", "judge_compiled", "library_text"]
+__all__ = ["STRENGTH", "judge_compiled", "library_text", "loadable_code"]
 
 STRENGTH = KERNEL_STRENGTH["binary"]
 
@@ -62,6 +62,41 @@ def library_text(facts: LibraryFacts) -> str:
     sass = " ".join(facts.sass_targets) or "none"
     ptx = " ".join(facts.ptx_targets) or "none"
     return f"SASS {sass}; PTX {ptx}"
+
+
+def loadable_code(reach: Reach, libraries: Mapping[str, LibraryOutcome], arch: Arch,
+                  machine: str = "") -> bool:
+    """Whether the libraries ``reach`` uses hold arch-specific code that
+    ``arch`` can load, where ``judge_compiled`` says UNKNOWN for that reason
+    (not for want of facts): the call can run there, though nothing here says
+    it supports the arch. Only code built for arch- or family-specific targets
+    counts (``sm_90a``, ``sm_100f``: FlashMLA's kernels, which need that arch's
+    instructions); a
+    library that holds portable code too (``sm_80`` SASS, PTX: a package's
+    common ops, a concat or a norm) is arch-neutral, like a layout helper.
+
+    >>> from guardscan.binaries.model import FatbinEntry, LibraryFacts
+    >>> def lib(*targets):
+    ...     return {"pkg/_lib.so": LibraryFacts("pkg/_lib.so", 1, (".nv_fatbin",), 1, tuple(
+    ...         FatbinEntry(".nv_fatbin", 0, 0, 2, sm, variant, 0, 64, 0, "", 0, 0, (1, 8), sm)
+    ...         for sm, variant in targets))}
+    >>> reach = Reach("pkg.run", ("pkg/_lib.so",), ())
+    >>> kernels = lib((90, "a"), (100, "a"))
+    >>> loadable_code(reach, kernels, Arch(9, 0)), loadable_code(reach, kernels, Arch(12, 0))
+    (True, False)
+    >>> loadable_code(reach, lib((80, ""), (90, "a"), (120, "a")), Arch(9, 0))
+    False
+    """
+    if not reach.libraries or reach.escape is not None:
+        return False
+    hosts = arch.info.hosts if arch.info is not None else ()
+    if machine and hosts and machine not in hosts:
+        return False
+    read = [facts for facts in (libraries.get(member) for member in reach.libraries)
+            if isinstance(facts, LibraryFacts) and facts.fatbin_sections]
+    if not read or any(e.variant not in ("a", "f") for facts in read for e in facts.entries):
+        return False
+    return any(loadable_entries(facts, arch.major, arch.minor) for facts in read)
 
 
 def judge_compiled(reach: Reach, libraries: Mapping[str, LibraryOutcome], arch: Arch,

@@ -17,7 +17,10 @@ Known limits
     A helper (a layout, shuffle or quantize step other choices call too, or
     a call decided inside another public function) can exclude but never
     support; a call under an undecided condition is a caveat unless every
-    call excludes. Errs toward ``unknown``.
+    call excludes. Calls outside the kernel library and the compiled
+    packages (SGLang's own Triton or PyTorch code, a vendored kernel) are
+    not seen, so "every call excludes" can miss another way out that only
+    they take. Errs toward ``unknown``.
 Example
     ``--moe-runner-backend flashinfer_trtllm`` on sm120 (sglang 0.5.9): the
     required ``trtllm_fp4_block_scale_moe`` ends at a JIT spec with
@@ -122,7 +125,10 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
     * Undecided (model config, env, the quantization method): the call may or
       may not be made. Its exclusion is a caveat, and a mix decides nothing;
       but when every call the choice can make (required and undecided alike)
-      excludes the arch, whatever runs fails: ``unsupported``.
+      excludes the arch, whatever runs fails: ``unsupported``. A call into a
+      compiled package whose library holds code the arch can load is one
+      that may run there (``KernelJudge.loadable``: it never supports, but
+      then not every call excludes).
 
     Only code that exists for the choice (``owned``: its module, a function
     registered for it, what those call) counts under an undecided condition;
@@ -151,6 +157,10 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
     #: excluding calls made only for some value of another option (which
     #: that option's flag avoids): caveats, never "whatever runs fails"
     avoidable: list[list[Evidence]] = []
+    #: a call the choice can make reaches compiled code the arch can load
+    #: (``flash_mla``'s sm_90a library beside FlashInfer calls that exclude
+    #: sm90): then not every call excludes the arch
+    runnable = False
     for call in calls:
         reach = values(call.condition, arch) if values is not None else call.condition.evaluate(ctx)
         if reach is Tri.FALSE or values is None and not specific(call.condition, ctx, every):
@@ -161,7 +171,10 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
             continue  # torch, sgl_kernel...: not the kernel library
         support, chain = kernels.support(call, arch)
         if support is Tri.UNKNOWN and not chain:
-            continue  # no fact anywhere below it (a layout helper): arch-neutral, not a doubt
+            # no fact anywhere below it (a layout helper): arch-neutral, not a
+            # doubt; but compiled code that the arch can load may run there
+            runnable = runnable or kernels.loadable(call, arch)
+            continue
         full = [*hops_evidence(index, call.hops), *chain]
         if support is Tri.FALSE:
             if reach is Tri.TRUE:
@@ -193,7 +206,7 @@ def judge_kernels(index: Index, calls: list[KernelCall], kernels: KernelJudge, c
         return Outcome(excluding=tuple(
             e for chain in [*required_false[1:], required_false[0]] for e in chain),
             conditions=tuple(escapes))
-    if falses and not trues and not doubts:
+    if falses and not trues and not doubts and not runnable:
         # every call the choice can make excludes the arch (a helper that runs
         # there does not make the choice's kernels run)
         return Outcome(excluding=tuple(e for chain in [*falses[1:], falses[0]] for e in chain))
