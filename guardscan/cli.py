@@ -27,6 +27,7 @@ from guardscan.commands.common import (
     colour,
     fail_on,
     read_field_reports,
+    write_whole,
 )
 from guardscan.results import ExitCode
 
@@ -115,11 +116,7 @@ def _run_scan(argv: list[str]) -> int:
             raise UsageError(f"cannot write {args.graph}: {exc.strerror or exc}") from None
     options = {"verbose": args.verbose, "arch_source": args.arch_source}
     if args.output:
-        try:
-            with args.output.open("w", encoding="utf-8") as stream:
-                render(result, stream, args.format, options)
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        write_whole(args.output, lambda stream: render(result, stream, args.format, options))
     else:
         options["color"] = colour(sys.stdout)
         render(result, sys.stdout, args.format, options)

@@ -141,6 +141,49 @@ def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert TOP_LEVEL <= set(json.loads(target.read_text(encoding="utf-8")))
 
 
+def test_a_report_that_fails_midway_leaves_no_partial_file(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An internal error while rendering: exit 3, one line, and the file at
+    ``-o`` is what it was (absent, or the earlier report), with no temporary
+    file left beside it."""
+    from guardscan import report
+
+    report._load()
+
+    def broken(result: object, stream: object, options: object) -> None:
+        stream.write('{"schema": ' + "x" * 200_000)  # type: ignore[attr-defined]
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setitem(report.RENDERERS, "json", broken)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    target = folder / "report.json"
+    code, _, err = run(capsys, GATE, "--arch", "sm90", "--format", "json", "-o", str(target))
+    assert code == ExitCode.INTERNAL and "renderer bug" in err and len(err.splitlines()) == 1
+    assert list(folder.iterdir()) == []
+    target.write_text("earlier report\n", encoding="utf-8")
+    target.chmod(0o644)
+    code, _, _ = run(capsys, GATE, "--arch", "sm90", "--format", "json", "-o", str(target))
+    assert code == ExitCode.INTERNAL
+    assert target.read_text(encoding="utf-8") == "earlier report\n"
+    assert [p.name for p in folder.iterdir()] == ["report.json"]
+
+
+def test_a_report_file_is_made_as_open_would_make_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import os
+
+    target = tmp_path / "report.txt"
+    umask = os.umask(0o022)
+    try:
+        code, _, _ = run(capsys, GATE, "--arch", "sm90", "-o", str(target))
+    finally:
+        os.umask(umask)
+    assert code == 0 and target.stat().st_mode & 0o777 == 0o644
+    assert "--moe-runner-backend" in target.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -253,3 +254,35 @@ def clear_progress(progress: object) -> None:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
+
+
+def write_whole(path: Path, write: Callable[[IO[str]], None]) -> None:
+    """Call ``write`` with a stream into ``path``, through a temporary file
+    beside it that is moved into place once whole: output that fails midway
+    (an internal error) leaves no partial file, and an earlier one at
+    ``path`` stays as it was. The text streams to the file (never held
+    whole). A path that is not a regular file (``/dev/stdout``, a pipe) is
+    written as it is. An unwritable place is a ``UsageError``."""
+    if path.exists() and not path.is_file():
+        try:
+            with path.open("w", encoding="utf-8") as stream:
+                write(stream)
+        except OSError as exc:
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            write(stream)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

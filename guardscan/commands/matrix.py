@@ -26,6 +26,7 @@ from guardscan.commands.common import (
     clear_progress,
     progress,
     scan_options,
+    write_whole,
 )
 from guardscan.results import ExitCode
 
@@ -143,8 +144,4 @@ def _write(matrix: object, fmt: str, output: Path | None) -> None:
     if output is None:
         render_matrix(matrix, sys.stdout, fmt)
         return
-    try:
-        with output.open("w", encoding="utf-8") as stream:
-            render_matrix(matrix, stream, fmt)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    write_whole(output, lambda stream: render_matrix(matrix, stream, fmt))
