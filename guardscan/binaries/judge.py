@@ -31,6 +31,7 @@ from typing import Any
 
 from guardscan.arch import Arch
 from guardscan.binaries.pinned import CompiledSource
+from guardscan.binaries.python import Reach
 from guardscan.link import KernelCall
 from guardscan.predicate import Tri
 from guardscan.results import Diagnostic, Evidence
@@ -47,6 +48,8 @@ class CompiledJudge(KernelJudge):
         self.inner = inner
         self.source = source
         self._memo: dict[tuple[str, Arch], tuple[Tri, list[Evidence]]] = {}
+        #: what each target reaches in its package (``PackagePython.reach``), once
+        self._reaches: dict[str, Reach | None] = {}
         self.faults: list[Diagnostic] = getattr(inner, "faults", [])
 
     def __getattr__(self, name: str) -> Any:
@@ -71,12 +74,16 @@ class CompiledJudge(KernelJudge):
         value, chain = self._memo[key]
         return value, list(chain)
 
+    def _reach(self, target: str) -> Reach | None:
+        if target not in self._reaches:
+            package = self.source.package_for(target)
+            self._reaches[target] = package.python.reach(target) if package is not None else None
+        return self._reaches[target]
+
     def _judge(self, target: str, arch: Arch) -> tuple[Tri, list[Evidence]]:
         package = self.source.package_for(target)
-        if package is None:
-            return Tri.UNKNOWN, []
-        reach = package.python.reach(target)
-        if reach is None:
+        reach = self._reach(target)
+        if package is None or reach is None:
             return Tri.UNKNOWN, []
         return judge_compiled(reach, package.libraries, arch, package.label, package.machine)
 
@@ -84,7 +91,7 @@ class CompiledJudge(KernelJudge):
         if self.inner is not None and self.inner.covers(call):
             return False
         package = self.source.package_for(call.target)
-        reach = package.python.reach(call.target) if package is not None else None
+        reach = self._reach(call.target)
         return reach is not None and package is not None and loadable_code(
             reach, package.libraries, arch, package.machine)
 
