@@ -121,6 +121,23 @@ def test_0523_trtllm_moe_on_sm120_ends_at_the_cubin_list(pair_0523_072: Any) -> 
     assert verdict.verdict.value == "supported", _show(verdict)
 
 
+def test_0523_fp8_cutedsl_on_sm120_takes_no_support_from_an_import_guard(
+        pair_0523_072: Any) -> None:
+    """``resolve_mxfp8_dense_gemm_backend`` raises unless ``is_blackwell and
+    flashinfer and mm_mxfp8.is_backend_supported('cute-dsl', sm)``
+    (fp8_utils.py:848); ``mm_mxfp8`` is bound only where ``is_blackwell`` holds
+    (fp8_utils.py:582). That the name is bound on sm120 is no support: the
+    FlashInfer test, which guardscan leaves undecided, still could raise."""
+    verdict = _verdict(pair_0523_072, "--fp8-gemm-backend", "flashinfer_cutedsl", "sm120")
+    assert verdict.verdict.value == "unknown", _show(verdict)
+    assert not [e for e in verdict.evidence if e.status == "decides"], _show(verdict)
+    assert any((e.path, e.line) == ("sglang/srt/layers/quantization/fp8_utils.py", 855)
+               and "could raise" in e.note for e in verdict.evidence), _show(verdict)
+    # where the import's test fails, the call meets an unbound name
+    verdict = _verdict(pair_0523_072, "--fp8-gemm-backend", "flashinfer_cutedsl", "sm90")
+    assert verdict.verdict.value == "blocked", _show(verdict)
+
+
 def test_059_fp4_trtllm_is_not_supported_through_the_shuffle_helper(pair_059_063: Any) -> None:
     """0.5.9 calls only ``shuffle_matrix_a`` / ``shuffle_matrix_sf_a`` under
     ``is_flashinfer_trtllm()`` (modelopt_quant.py:1236); the TRUE of the latter

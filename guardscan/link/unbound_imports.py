@@ -54,7 +54,22 @@ from guardscan.predicate import Predicate, conj, neg
 if TYPE_CHECKING:
     from guardscan.link.conditions import Conditions, Failure
 
-__all__ = ["conditional_imports", "unbound_uses"]
+__all__ = ["conditional_imports", "is_unbound_use", "unbound_uses"]
+
+#: how the text of such a failure names its import (``is_unbound_use``)
+_BOUND_ONLY_BY = " is bound only by the import at line "
+
+
+def is_unbound_use(text: str) -> bool:
+    """Whether a failure's text is that of a call through a name only a
+    conditional import binds (``unbound_uses``).
+
+    >>> is_unbound_use("deep_gemm.fp8_gemm(): deep_gemm is bound only by the import at line 19")
+    True
+    >>> is_unbound_use("raise ValueError")
+    False
+    """
+    return _BOUND_ONLY_BY in text
 
 
 def conditional_imports(imports: Iterable[ImportFact], assigns: Iterable[AssignFact],
@@ -119,7 +134,7 @@ def unbound_uses(facts: FactsView, conditions: Conditions,
         shown = tuple(-s for s in import_paths[0]) if len(import_paths) == 1 and len(
             import_paths[0]) == 1 else import_paths[0]
         yield (call.scope, call.line,
-               f"{call.func}(): {name} is bound only by the import at line {import_line}",
+               f"{call.func}(): {name}{_BOUND_ONLY_BY}{import_line}",
                cond, (*call.path, *shown))
 
 

@@ -13,7 +13,11 @@ Why it matters
 Known limits
     A gate that another value of a mode option would change says so in the
     verdict's conditions; a method's requirement that only exempts other
-    choices is no support. Undecided atoms are taken as independent, which
+    choices is no support, and neither is a call through a name only a
+    conditional import binds (``link.unbound_imports``) on an arch where the
+    import's test holds: the test picks an import (``if is_blackwell():
+    from flashinfer import mm_mxfp8``), not a kernel that runs there; where
+    it fails the call raises ``NameError``, which blocks. Undecided atoms are taken as independent, which
     errs toward a caveat, never toward ``blocked``. A gate in the
     implementation of an interface method (``FusedMoEMethodBase.apply``) is a
     caveat, not a block, for a choice that requires another option
@@ -36,6 +40,7 @@ from __future__ import annotations
 from guardscan.evidence import FactKind, args_of
 from guardscan.link import GATE_KINDS, Finding
 from guardscan.link.companions import flag_of
+from guardscan.link.unbound_imports import is_unbound_use
 from guardscan.predicate import (
     Const,
     Context,
@@ -116,8 +121,9 @@ def judge(finding: Finding, case: Case) -> Outcome:
     # the gate lets this arch through: positive evidence when it stops others,
     # and raises because of this choice (a method's requirement that exempts
     # some choices, ``if not is_blackwell() and not marlin: raise``, says
-    # nothing of the others' kernels)
-    if values.mentions(cond) and any(
+    # nothing of the others' kernels; a name an import binds on the arch says
+    # nothing of the kernel behind it)
+    if values.mentions(cond) and not is_unbound_use(finding.text) and any(
             values(cond, other) is Tri.TRUE for other in case.all_archs if other != arch) \
             and raises_for(cond, values.context(arch)):
         return Outcome(positive=tuple(finding_evidence(
@@ -147,6 +153,12 @@ EXAMPLES = (
     Example("raises at the other options' defaults, not with another all-to-all: blocked, "
             "that value a condition", "gate", conj(X, neg(major("==", 10))), "sm120",
             "blocking", "raises", target=("moe_a2a_backend=deepep",)),
+    Example("a call through a name an import binds where it admits the arch: no support",
+            "gate", conj(X, neg(major("==", 10))), "sm100", "nothing",
+            text="mm_mxfp8.run(): mm_mxfp8 is bound only by the import at line 3"),
+    Example("...and a block where the import's test fails", "gate",
+            conj(X, neg(major("==", 10))), "sm120", "blocking", "raises",
+            text="mm_mxfp8.run(): mm_mxfp8 is bound only by the import at line 3"),
     Example("another choice's gate says nothing of this one", "gate",
             conj(OptionIs(DEST, frozenset({"y"})), neg(major("==", 10))), "sm120", "nothing"),
 )
