@@ -36,7 +36,7 @@ from guardscan.link import KernelCall
 from guardscan.predicate import Tri
 from guardscan.results import Diagnostic, Evidence
 from guardscan.verdict import KernelJudge
-from guardscan.verdict.rules.compiled import judge_compiled, loadable_code
+from guardscan.verdict.rules.compiled import judge_compiled, loadable_code, refusal_evidence
 
 __all__ = ["CompiledJudge"]
 
@@ -47,7 +47,8 @@ class CompiledJudge(KernelJudge):
     def __init__(self, inner: KernelJudge | None, source: CompiledSource) -> None:
         self.inner = inner
         self.source = source
-        self._memo: dict[tuple[str, Arch], tuple[Tri, list[Evidence]]] = {}
+        self._memo: dict[tuple[str, frozenset[str] | None, Arch],
+                         tuple[Tri, list[Evidence]]] = {}
         #: what each target reaches in its package (``PackagePython.reach``), once
         self._reaches: dict[str, Reach | None] = {}
         self.faults: list[Diagnostic] = getattr(inner, "faults", [])
@@ -68,9 +69,10 @@ class CompiledJudge(KernelJudge):
     def support(self, call: KernelCall, arch: Arch) -> tuple[Tri, list[Evidence]]:
         if self.inner is not None and self.inner.covers(call):
             return self.inner.support(call, arch)
-        key = (call.target, arch)
+        passed = None if call.args is None else frozenset(k for k, _ in call.args)
+        key = (call.target, passed, arch)
         if key not in self._memo:
-            self._memo[key] = self._judge(call.target, arch)
+            self._memo[key] = self._judge(call.target, passed, arch)
         value, chain = self._memo[key]
         return value, list(chain)
 
@@ -80,10 +82,16 @@ class CompiledJudge(KernelJudge):
             self._reaches[target] = package.python.reach(target) if package is not None else None
         return self._reaches[target]
 
-    def _judge(self, target: str, arch: Arch) -> tuple[Tri, list[Evidence]]:
+    def _judge(self, target: str, passed: frozenset[str] | None, arch: Arch
+               ) -> tuple[Tri, list[Evidence]]:
         package = self.source.package_for(target)
+        if package is None:
+            return Tri.UNKNOWN, []
+        refused = package.python.refusal(target, (arch.major, arch.minor), passed)
+        if refused is not None:
+            return Tri.FALSE, refusal_evidence(refused, arch, package.label)
         reach = self._reach(target)
-        if package is None or reach is None:
+        if reach is None:
             return Tri.UNKNOWN, []
         return judge_compiled(reach, package.libraries, arch, package.label, package.machine)
 

@@ -19,6 +19,10 @@ uses:
   library of the top-level package (one of them registers it; which one is
   not read).
 
+It also keeps, per function, what ``binaries.refusals`` reads of it (its
+parameters, its top-level tests that return or raise, the one test it
+returns), and answers ``PackagePython.refusal``.
+
 Why it matters: SGLang calls ``flash_mla.flash_mla_with_kvcache``, not a
 library file; the verdict rule (``binaries.judge``) needs the files whose
 fatbins say where that code can run.
@@ -47,6 +51,8 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from guardscan.binaries.refusals import Step, params_of, predicate_of, refusal, steps_of
 
 __all__ = ["MAX_DEPTH", "Hop", "PackagePython", "Reach"]
 
@@ -91,6 +97,11 @@ class _Def:
     ops_line: int = 0
     #: ``return f(...)``: the called name and line
     returns: list[tuple[str, int]] = field(default_factory=list)
+    #: for a function: its parameters and top-level statements as
+    #: ``binaries.refusals`` reads them, and its one returned test (or "")
+    params: tuple[tuple[str, str], ...] = ()
+    steps: tuple[Step, ...] = ()
+    predicate: str = ""
 
 
 @dataclass
@@ -192,6 +203,31 @@ class PackagePython:
         how = "package" if "package" in hows else ("imported" if hows else "")
         return Reach(target, tuple(sorted(libraries)), tuple(hops), how,
                      escapes[0] if escapes else None)
+
+    def refusal(self, target: str, capability: tuple[int, int],
+                passed: frozenset[str] | None) -> tuple[Hop, ...] | None:
+        """The lines of the capability test ``target`` (a dotted name SGLang
+        calls) surely raises on, first thing, on a GPU of ``capability``
+        when the caller passes the arguments ``passed``, by keyword or
+        position (``"0"``; None: not known); None when there is none
+        (``binaries.refusals``)."""
+        found = self._resolve(target, 0)
+        if found is None:
+            return None
+        module, name = found
+        define = module.defs[name]
+        if passed is not None:
+            names = [p for p, _ in define.params]
+            passed = frozenset(names[int(k)] if k.isdigit() and int(k) < len(names) else k
+                               for k in passed)
+        helpers = {n: d.predicate for n, d in module.defs.items() if d.predicate}
+        raised = refusal(define.steps, define.params, helpers, capability, passed)
+        if raised is None:
+            return None
+        line, test, raise_line, raise_text = raised
+        return (Hop(module.rel, define.line, define.text),
+                Hop(module.rel, line, f"if {test}:"[:200]),
+                Hop(module.rel, raise_line, raise_text))
 
     def _target(self, module: _Module, called: str) -> tuple[_Module, str] | None:
         """The package definition ``called`` names in ``module``, if any."""
@@ -331,6 +367,10 @@ def _define(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, lines: 
             ) -> _Def:
     text = lines[node.lineno - 1].strip() if 0 < node.lineno <= len(lines) else node.name
     define = _Def(node.lineno, text[:200])
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        define.params = params_of(node)
+        define.steps = steps_of(node, lines)
+        define.predicate = predicate_of(node)
     for child in ast.walk(node):
         if isinstance(child, ast.Return) and isinstance(child.value, ast.Call):
             returned = _dotted(child.value.func)

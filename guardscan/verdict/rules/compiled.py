@@ -7,6 +7,10 @@ What it judges
     shared libraries it uses (``binaries.python``), against those libraries'
     fatbin entries (``binaries.compat``: SASS of the same major at a lower or
     equal minor, an ``a`` target on its own SM only, PTX for an older arch).
+    Before that, the called function's own capability test that surely
+    raises on the arch (``binaries.refusals``: sgl-kernel's ``if not
+    is_fa3_supported(): raise NotImplementedError``) excludes it by itself
+    (``refusal_evidence``).
 Why it matters
     The kernels of these packages exist only as the machine code their
     wheels ship. When none of the libraries a call uses holds code the GPU
@@ -46,13 +50,13 @@ from collections.abc import Mapping
 from guardscan.arch import Arch
 from guardscan.binaries.compat import loadable_entries
 from guardscan.binaries.model import LibraryFacts, LibraryOutcome
-from guardscan.binaries.python import Reach
+from guardscan.binaries.python import Hop, Reach
 from guardscan.evidence import FactKind, Status, args_of
 from guardscan.kernels.model import STRENGTH as KERNEL_STRENGTH
 from guardscan.predicate import Tri
 from guardscan.results import Evidence, Role
 
-__all__ = ["STRENGTH", "judge_compiled", "library_text", "loadable_code"]
+__all__ = ["STRENGTH", "judge_compiled", "library_text", "loadable_code", "refusal_evidence"]
 
 STRENGTH = KERNEL_STRENGTH["binary"]
 
@@ -109,7 +113,7 @@ def judge_compiled(reach: Reach, libraries: Mapping[str, LibraryOutcome], arch: 
 
     >>> from guardscan.arch import Arch
     >>> from guardscan.binaries.model import FatbinEntry, LibraryFacts
-    >>> from guardscan.binaries.python import Reach
+    >>> from guardscan.binaries.python import Hop, Reach
     >>> def lib(path, *sms):
     ...     return LibraryFacts(path, 1, (".nv_fatbin",), 1, tuple(
     ...         FatbinEntry(".nv_fatbin", 0, 0, 2, sm, "a", 0, 64, 0, "", 0, 0, (1, 8), sm)
@@ -151,3 +155,30 @@ def judge_compiled(reach: Reach, libraries: Mapping[str, LibraryOutcome], arch: 
                         f"{arch.name}" + (f"; {which}" if which and last else ""))),
             Status.CONTEXT))
     return Tri.FALSE, chain
+
+
+def refusal_evidence(hops: tuple[Hop, ...], arch: Arch, package: str) -> list[Evidence]:
+    """The chain of a capability test in the package's Python that raises on
+    ``arch`` before any library runs (``binaries.refusals``): the function
+    SGLang calls, the test, then the raise (the deciding line).
+
+    >>> chain = refusal_evidence((Hop("pkg/fa.py", 3, "def run(x):"),
+    ...                           Hop("pkg/fa.py", 5, "if not ok():"),
+    ...                           Hop("pkg/fa.py", 6, "raise NotImplementedError('no')")),
+    ...                          Arch(12, 0), "pkg 1.0")
+    >>> [(e.line, e.kind) for e in chain]
+    [(3, 'module'), (5, 'guard'), (6, 'check')]
+    """
+    define, test, raised = hops
+    return [
+        Evidence.of(define.rel, define.line, Role.KERNEL.value, define.text, FactKind.MODULE,
+                    args_of(text=f"in {package}")),
+        Evidence.of(test.rel, test.line, Role.KERNEL.value, test.text, FactKind.GUARD,
+                    args_of(text=f"holds on {arch.name}")),
+        Evidence.of(raised.rel, raised.line, Role.KERNEL.value, raised.text, FactKind.CHECK,
+                    args_of(fact=FactKind.CHECK.value, strength=KERNEL_STRENGTH["check"],
+                            predicate=test.text.removeprefix("if ").removesuffix(":"),
+                            value=Tri.FALSE.value,
+                            detail=f"{package}'s Python raises before its op runs"),
+                    Status.CONTEXT),
+    ]
