@@ -8,6 +8,7 @@ sglang 0.5.9 pins.
 from __future__ import annotations
 
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +65,20 @@ def test_a_capability_test_refuses_where_it_surely_holds(
     assert hops[2].text == "raise NotImplementedError('only sm80 and sm90')"
 
 
+def test_an_assert_of_the_capability_refuses_where_it_surely_fails() -> None:
+    source = FA.replace("    if not is_fa3_supported():\n        raise NotImplementedError("
+                        "'only sm80 and sm90')\n",
+                        "    assert is_fa3_supported(), 'only sm80 and sm90'\n")
+    package = _package(source)
+    hops = package.refusal("sgl_kernel.flash_attn.varlen", (12, 0), frozenset({"0", "1", "2"}))
+    assert hops is not None
+    assert [(h.line, h.text) for h in hops] == [
+        (9, "def varlen(q, k, v, causal=False, ver=3):"),
+        (14, "assert is_fa3_supported(), 'only sm80 and sm90'")]
+    assert package.refusal("sgl_kernel.flash_attn.varlen", (9, 0),
+                           frozenset({"0", "1", "2"})) is None
+
+
 @pytest.mark.parametrize(("between", "why"), [
     ("    is_fa3_supported = lambda: True\n", "the test's name is bound again"),
     ("    try:\n        q = run(q)\n    except ValueError:\n        return q\n",
@@ -118,3 +133,27 @@ def test_the_real_fa3_varlen_wrapper_refuses_sm100_and_sm120() -> None:
                                                    ("sgl_kernel/flash_attn.py", 329)]
     assert package.refusal(target, (9, 0), frozenset({"0", "1", "2"})) is None
     assert package.refusal(target, (12, 0), frozenset({"0", "1", "2", "ver"})) is None
+
+
+def test_a_choice_whose_compiled_call_refuses_the_arch_is_unsupported(tmp_path: Path) -> None:
+    """End to end: the pinned wheel's libraries hold code for sm90 and sm120
+    alike, but the function SGLang calls raises on any major but 9 first."""
+    from test_compiled import FLASH_MLA, _library, _pinned_tree, _scan, _wheel, make
+
+    checked = dict(FLASH_MLA)
+    checked["flash_mla/interface.py"] = checked["flash_mla/interface.py"].replace(
+        "def decode(q):\n",
+        "def hopper():\n    return torch.cuda.get_device_capability()[0] == 9\n\n\n"
+        "def decode(q):\n    if not hopper():\n        raise RuntimeError('Hopper only')\n")
+    checked["flash_mla/interface.py"] = "import torch\n" + checked["flash_mla/interface.py"]
+    wheel_dir = tmp_path / "cache" / "wheels" / "sgl-flash-mla==9.9"
+    wheel_dir.mkdir(parents=True)
+    _wheel(wheel_dir / "sgl_flash_mla-9.9-cp310-abi3-manylinux2014_x86_64.whl", checked, {
+        "flash_mla/cuda.abi3.so": _library((90, make.ARCH_SPECIFIC), (120, make.ARCH_SPECIFIC))})
+    result = _scan(_pinned_tree(tmp_path), tmp_path / "cache")
+    got = {(v.choice, v.arch): v for v in result.backends}
+    assert got[("fa3", "sm90")].verdict.value == "unknown"
+    sm120 = got[("fa3", "sm120")]
+    assert sm120.verdict.value == "unsupported"
+    assert [(e.place, e.kind, e.text) for e in sm120.evidence if e.decides] == [
+        ("flash_mla/interface.py:11", "check", "raise RuntimeError('Hopper only')")]

@@ -225,8 +225,8 @@ class PackagePython:
         if raised is None:
             return None
         line, test, raise_line, raise_text = raised
-        return (Hop(module.rel, define.line, define.text),
-                Hop(module.rel, line, f"if {test}:"[:200]),
+        tested = (Hop(module.rel, line, f"if {test}:"[:200]),) if line != raise_line else ()
+        return (Hop(module.rel, define.line, define.text), *tested,
                 Hop(module.rel, raise_line, raise_text))
 
     def _target(self, module: _Module, called: str) -> tuple[_Module, str] | None:

@@ -12,7 +12,8 @@ wheel's text with ``ast`` (never imported)::
             raise NotImplementedError("... only supported on sm90 and above")
         out, softmax_lse, *rest = torch.ops.sgl_kernel.fwd.default(...)
 
-where the test is a boolean combination of comparisons of
+or ``assert test`` (a raise where the test fails), where the test is a
+boolean combination of comparisons of
 ``torch.cuda.get_device_capability(...)`` (the pair, or its ``[0]`` /
 ``[1]``), of the function's parameters, of literals, and of calls of
 functions of the same module whose body is one ``return`` of such a test
@@ -127,6 +128,12 @@ def steps_of(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | No
             bound = _bound(stmt)
             if bound:
                 out.append(("assign", " ".join(sorted(bound)), stmt.lineno, 0, ""))
+            continue
+        if isinstance(stmt, ast.Assert):
+            text = lines[stmt.lineno - 1].strip() if lines and 0 < stmt.lineno <= len(lines) \
+                else "assert"
+            out.append(("raise", f"not ({ast.unparse(stmt.test)})", stmt.lineno, stmt.lineno,
+                        text[:200]))
             continue
         if isinstance(stmt, (ast.Return, ast.Raise)) or _leaves([stmt]):
             out.append(("stop", "", stmt.lineno, 0, ""))

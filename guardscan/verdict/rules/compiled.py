@@ -169,16 +169,16 @@ def refusal_evidence(hops: tuple[Hop, ...], arch: Arch, package: str) -> list[Ev
     >>> [(e.line, e.kind) for e in chain]
     [(3, 'module'), (5, 'guard'), (6, 'check')]
     """
-    define, test, raised = hops
+    define, *tests, raised = hops
+    predicate = tests[-1].text.removeprefix("if ").removesuffix(":") if tests else raised.text
     return [
         Evidence.of(define.rel, define.line, Role.KERNEL.value, define.text, FactKind.MODULE,
                     args_of(text=f"in {package}")),
-        Evidence.of(test.rel, test.line, Role.KERNEL.value, test.text, FactKind.GUARD,
-                    args_of(text=f"holds on {arch.name}")),
+        *(Evidence.of(test.rel, test.line, Role.KERNEL.value, test.text, FactKind.GUARD,
+                      args_of(text=f"holds on {arch.name}")) for test in tests),
         Evidence.of(raised.rel, raised.line, Role.KERNEL.value, raised.text, FactKind.CHECK,
                     args_of(fact=FactKind.CHECK.value, strength=KERNEL_STRENGTH["check"],
-                            predicate=test.text.removeprefix("if ").removesuffix(":"),
-                            value=Tri.FALSE.value,
+                            predicate=predicate, value=Tri.FALSE.value,
                             detail=f"{package}'s Python raises before its op runs"),
                     Status.CONTEXT),
     ]
