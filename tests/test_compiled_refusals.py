@@ -137,8 +137,11 @@ def test_the_real_fa3_varlen_wrapper_refuses_sm100_and_sm120() -> None:
 
 def test_a_choice_whose_compiled_call_refuses_the_arch_is_unsupported(tmp_path: Path) -> None:
     """End to end: the pinned wheel's libraries hold code for sm90 and sm120
-    alike, but the function SGLang calls raises on any major but 9 first."""
-    from test_compiled import FLASH_MLA, _library, _pinned_tree, _scan, _wheel, make
+    alike, but the function SGLang calls raises on any major but 9 first.
+    Called through a wrapper that forwards ``*args`` it is refused nothing
+    (``binaries.refusals``)."""
+    from fixturetree import make_tree
+    from test_compiled import FLASH_MLA, _library, _scan, _wheel, make
 
     checked = dict(FLASH_MLA)
     checked["flash_mla/interface.py"] = checked["flash_mla/interface.py"].replace(
@@ -150,10 +153,28 @@ def test_a_choice_whose_compiled_call_refuses_the_arch_is_unsupported(tmp_path: 
     wheel_dir.mkdir(parents=True)
     _wheel(wheel_dir / "sgl_flash_mla-9.9-cp310-abi3-manylinux2014_x86_64.whl", checked, {
         "flash_mla/cuda.abi3.so": _library((90, make.ARCH_SPECIFIC), (120, make.ARCH_SPECIFIC))})
-    result = _scan(_pinned_tree(tmp_path), tmp_path / "cache")
+    # the backend's module calls the package itself, with arguments read
+    root = make_tree(tmp_path, {"sglang/srt/layers/attention/fa3_backend.py": (
+        "import flash_mla\n\n\nclass Fa3Backend:\n"
+        "    def forward_decode(self, q):\n        return flash_mla.decode(q)\n")})
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "sglang"\nversion = "9.9"\n'
+        'dependencies = ["sgl-flash-mla==9.9", "torch"]\n', encoding="utf-8")
+    result = _scan(root, tmp_path / "cache")
     got = {(v.choice, v.arch): v for v in result.backends}
     assert got[("fa3", "sm90")].verdict.value == "unknown"
     sm120 = got[("fa3", "sm120")]
     assert sm120.verdict.value == "unsupported"
     assert [(e.place, e.kind, e.text) for e in sm120.evidence if e.decides] == [
         ("flash_mla/interface.py:11", "check", "raise RuntimeError('Hopper only')")]
+    # through a wrapper whose arguments are not read: the wrapper's caller decides
+    wrapped = make_tree(tmp_path / "wrapped", {"sglang/srt/layers/attention/fa3_backend.py": (
+        "import flash_mla\n\n\ndef decode(*args, **kwargs):\n"
+        "    return flash_mla.decode(*args, **kwargs)\n\n\nclass Fa3Backend:\n"
+        "    def forward_decode(self, q):\n        return decode(q)\n")})
+    (wrapped / "pyproject.toml").write_text(
+        '[project]\nname = "sglang"\nversion = "9.9"\n'
+        'dependencies = ["sgl-flash-mla==9.9", "torch"]\n', encoding="utf-8")
+    again = {(v.choice, v.arch): v.verdict.value
+             for v in _scan(wrapped, tmp_path / "cache").backends}
+    assert again[("fa3", "sm120")] == "unknown"

@@ -24,7 +24,8 @@ What it answers: ``refusal(steps, ...)``, for one arch and the arguments
 the caller passes, the ``raise`` that surely runs first (its test holds,
 and every ``if`` before it that returns or raises surely does not), or
 None. A parameter the caller does not pass holds its literal default; one
-it passes, or any argument list not read, is undecided.
+it passes is undecided; a call whose arguments are not read is refused
+nothing.
 Why it matters: sgl-kernel's FA3 wrappers refuse every GPU but majors 8
 and 9 in Python, before their op runs: ``--mm-attention-backend fa3`` on
 sm120 in sglang 0.5.4 passes SGLang's own check (which rejects only
@@ -149,11 +150,18 @@ def refusal(steps: tuple[Step, ...], params: tuple[tuple[str, str], ...],
             passed: frozenset[str] | None) -> tuple[int, str, int, str] | None:
     """(line of the ``if``, its test, line and text of the raise) of the first raise
     that surely runs on a GPU of ``capability`` when the caller passes the
-    parameters ``passed`` (None: not known), or None."""
+    parameters ``passed`` (None: not known), or None.
+
+    A call whose arguments are not read at all (``f(*args, **kwargs)``) is a
+    wrapper's forwarding: whether it runs is its caller's to say, and sglang
+    0.5.10's vision ``flash_attn_func(*args, ver=4)`` returns into FA4 before
+    it forwards to the FA3 wrapper, an early return the linker's path
+    conditions do not carry. Such a call is refused nothing."""
+    if passed is None:
+        return None
     values: dict[str, Any] = {}
     for name, default in params:
-        literal = _literal(default) if default and passed is not None and name not in passed \
-            else _UNKNOWN
+        literal = _literal(default) if default and name not in passed else _UNKNOWN
         values[name] = literal
     rebound: set[str] = set()
     for kind, test, line, raise_line, raise_text in steps:
