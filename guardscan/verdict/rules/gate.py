@@ -15,10 +15,11 @@ Known limits
     verdict's conditions; a method's requirement that only exempts other
     choices is no support, and neither is a call through a name only a
     conditional import binds (``link.unbound_imports``) on an arch where the
-    import's test holds: the test picks an import (``if is_blackwell():
-    from flashinfer import mm_mxfp8``), not a kernel that runs there; where
-    it fails the call raises ``NameError``, which blocks. Undecided atoms are taken as independent, which
-    errs toward a caveat, never toward ``blocked``. A gate in the
+    import's test holds: the test picks an import (``mm_mxfp8`` is bound
+    only under ``if is_blackwell():``), not a kernel that runs there; where
+    it fails the call raises ``NameError``, which blocks. Undecided atoms are
+    taken as independent, which errs toward a caveat, never toward
+    ``blocked``. A gate in the
     implementation of an interface method (``FusedMoEMethodBase.apply``) is a
     caveat, not a block, for a choice that requires another option
     (``lora_marlin`` needs ``--enable-lora``): the code that option turns on
