@@ -66,7 +66,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from guardscan.predicate import Tri
-from guardscan.syntax import parse_expr
+from guardscan.syntax import NOT_LITERAL, literal, parse_expr
 
 __all__ = ["Step", "params_of", "predicate_of", "refusal", "steps_of"]
 
@@ -75,8 +75,8 @@ __all__ = ["Step", "params_of", "predicate_of", "refusal", "steps_of"]
 #: leave another way; test ""), ``assign`` (test: the names bound, space-separated)
 Step = tuple[str, str, int, int, str]
 
-#: an argument list or value not known
-_UNKNOWN: Any = object()
+#: a value not known (``syntax.literal``'s marker)
+_UNKNOWN: Any = NOT_LITERAL
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
@@ -161,8 +161,8 @@ def refusal(steps: tuple[Step, ...], params: tuple[tuple[str, str], ...],
         return None
     values: dict[str, Any] = {}
     for name, default in params:
-        literal = _literal(default) if default and name not in passed else _UNKNOWN
-        values[name] = literal
+        values[name] = literal(parse_expr(default)) if default and name not in passed \
+            else _UNKNOWN
     rebound: set[str] = set()
     for kind, test, line, raise_line, raise_text in steps:
         if kind == "assign":
@@ -198,13 +198,6 @@ def _leaves(body: list[ast.stmt]) -> bool:
 def _bound(stmt: ast.stmt) -> set[str]:
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(
         n.ctx, (ast.Store, ast.Del))}
-
-
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return _UNKNOWN
 
 
 def _truth(value: Any) -> Tri:
