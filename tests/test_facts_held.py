@@ -16,7 +16,7 @@ from fixturetree import fixture
 
 from guardscan import index as index_module
 from guardscan.acquire import SourceTree
-from guardscan.driver import ScanOptions, analyse
+from guardscan.driver import ScanOptions, analyse, as_archs
 from guardscan.guards import Vocabulary
 from guardscan.index import Index
 from guardscan.link.conditions import Conditions
@@ -150,6 +150,25 @@ def test_the_linkers_tables_of_a_file_let_go_go_with_it(
     assert read("pkg/m0.py", "f0") == first
 
 
+def test_the_name_lookups_memos_of_a_file_let_go_go_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memos of a file's scopes go with its facts and come back the same;
+    its module-level names' stay (other files ask for them)."""
+    monkeypatch.setattr(index_module, "FACTS_HELD", 1)
+    tree = _tree(tmp_path / "tree", 2)
+    index = Index(tree, tmp_path / "cache")
+    names = Vocabulary(index)._interpreter.names
+    first = names.lookup("pkg/m0.py", "f0", "a", 6)
+    assert set(names.local_memo) == {"pkg/m0.py"} and set(names.scopes_memo) == {"pkg/m0.py"}
+    assert list(names.local_memo["pkg/m0.py"]) == [("f0", "a", -1)]  # a parameter
+    x0 = names.lookup("pkg/m0.py", "", "X0", 0)
+    names.lookup("pkg/m1.py", "f1", "a", 6)
+    assert set(names.local_memo) == {"pkg/m1.py"} and set(names.scopes_memo) == {"pkg/m1.py"}
+    assert ("pkg/m0.py", "X0") in names.name_memo
+    assert names.lookup("pkg/m0.py", "f0", "a", 6) == first
+    assert names.lookup("pkg/m0.py", "", "X0", 0) == x0
+
+
 def test_an_index_lets_go_of_tables_it_outlives(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The index holds its tables' ``forget`` weakly: a table no one uses
@@ -179,6 +198,24 @@ def test_a_fixture_tree_read_one_file_at_a_time(tmp_path: Path,
     one = analyse(ScanOptions(target=str(target), kernels=False, cache_dir=tmp_path / "b"))
     assert whole.result.backends, "the fixture judged nothing"
     _same_judgement(whole.result, one.result)
+
+
+def test_linking_that_replays_an_earlier_record_holds_more_files(tmp_path: Path) -> None:
+    """A scan with no stored result of its own that links from its family's
+    last record (another arch of the same tree) holds ``FACTS_HELD_REPLAYING``
+    files' facts; one linking from nothing, ``FACTS_HELD``."""
+    target = str(fixture("flow_call_site_param"))
+    first = analyse(ScanOptions(target=target, kernels=False, cache_dir=tmp_path,
+                                archs=as_archs("sm90")))
+    second = analyse(ScanOptions(target=target, kernels=False, cache_dir=tmp_path,
+                                 archs=as_archs("sm120")))
+    assert first.index is not None and second.index is not None
+    assert first.index.facts_held == index_module.FACTS_HELD
+    assert second.index.facts_held == index_module.FACTS_HELD_REPLAYING
+    assert index_module.FACTS_HELD < index_module.FACTS_HELD_REPLAYING
+    alone = analyse(ScanOptions(target=target, kernels=False, cache_dir=tmp_path / "alone",
+                                archs=as_archs("sm120")))
+    _same_judgement(alone.result, second.result)
 
 
 @pytest.mark.real

@@ -40,7 +40,11 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 LINES_KEPT = 64
 #: files whose facts an index with a facts cache holds at once; the one read
 #: longest ago is let go and loaded from the cache again when asked
-FACTS_HELD = 300
+FACTS_HELD = 64
+#: ... while linking replays an earlier scan's units (``memo.session``): it
+#: runs few of them, so its memos stay small, and the units it runs again
+#: read many files a few times each
+FACTS_HELD_REPLAYING = 300
 
 
 class Index:
@@ -73,8 +77,9 @@ class Index:
         #: analysed files whose facts ``drop_facts`` let go of
         self._dropped: set[str] = set()
         #: analysed files whose facts are held, read longest ago first (with a
-        #: facts cache, at most ``FACTS_HELD``)
+        #: facts cache, at most ``facts_held``)
         self._held: OrderedDict[str, None] = OrderedDict()
+        self.facts_held = FACTS_HELD
         #: called with a file whose facts were let go of (tables built from
         #: them go too: see ``let_go_with``)
         self._let_go: list[weakref.WeakMethod[Callable[[str], None]]] = []
@@ -240,7 +245,7 @@ class Index:
 
     def _hold(self, rel: str, outcome: FileOutcome) -> None:
         """Keep ``outcome`` as ``rel``'s, letting go of the facts read longest
-        ago once more than ``FACTS_HELD`` files' are held (only where the
+        ago once more than ``facts_held`` files' are held (only where the
         facts cache can give them back)."""
         self.outcomes[rel] = outcome
         self._dropped.discard(rel)
@@ -249,7 +254,7 @@ class Index:
         held = self._held
         held[rel] = None
         held.move_to_end(rel)
-        while len(held) > FACTS_HELD:
+        while len(held) > self.facts_held:
             old, _ = held.popitem(last=False)
             gone = self.outcomes[old]
             self.outcomes[old] = FileOutcome(old, gone.status)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from guardscan.acquire import SourceTree
-from guardscan.index import Index
+from guardscan.index import FACTS_HELD_REPLAYING, Index
 from guardscan.index.facts import FileOutcome
 from guardscan.index.observe import OUTCOME, Read, numbers
 from guardscan.link import Links
@@ -121,6 +121,7 @@ class ScanMemo:
         # nothing is numbered yet)
         if prior is not None and index.recorder.adopt(prior[0].reads):
             self._prior, self._changes, self.reanalysis = prior, prior[1], True
+            index.facts_held = FACTS_HELD_REPLAYING
             self._prior_catalog = prior[0].catalog
             self._prior_failed = prior[0].failed
 
