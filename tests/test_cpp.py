@@ -200,3 +200,34 @@ def test_arch_stubs_and_switches_decide_through_the_launch(function: str,
     assert _support(judge, function) == row
     _, chain = judge.library.support(function, parse_arch("sm90"))
     assert chain[-1].path == "flashinfer/data/csrc/fp4_quant.cu" and chain[-1].kind == "cpp-check"
+
+
+def _preorder(node: object) -> list[tuple[str, int, int]]:
+    """Every node under ``node``, parents first, children left to right,
+    read through ``children`` (the walk's reference)."""
+    out = [(node.type, node.start_byte, node.end_byte)]  # type: ignore[attr-defined]
+    for child in node.children:  # type: ignore[attr-defined]
+        out.extend(_preorder(child))
+    return out
+
+
+def test_the_walk_visits_every_node_in_source_order_and_stays_in_its_subtree() -> None:
+    """``_walk`` moves a cursor (one node object at a time) and yields what a
+    recursion over ``children`` yields; walking a function stops at its end."""
+    from guardscan.cpp.facts import _parser, _walk
+
+    data = (b"#include <x.h>\nint a[] = {1, 2, 3};\n"
+            b"void f(int n) { if (n > 0) { g(n); } else { h(); } }\n"
+            b"void k() { m(); }\n")
+    root = _parser().parse(data).root_node
+    walked = [(n.type, n.start_byte, n.end_byte) for n in _walk(root)]
+    assert walked == _preorder(root)
+    assert len(walked) > 40
+    function = next(n for n in root.children if n.type == "function_definition")
+    inside = [(n.type, n.start_byte, n.end_byte) for n in _walk(function)]
+    assert inside == _preorder(function)
+    assert inside[0] == ("function_definition", function.start_byte, function.end_byte)
+    assert all(function.start_byte <= start and end <= function.end_byte
+               for _, start, end in inside)
+    leaf = next(n for n in _walk(root) if n.type == "number_literal")
+    assert [n.type for n in _walk(leaf)] == ["number_literal"]

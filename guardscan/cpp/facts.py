@@ -136,11 +136,18 @@ def _text(node: Any) -> str:
 
 
 def _walk(node: Any) -> Iterator[Any]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
+    """``node`` and every node under it, in source order (parents first),
+    through a cursor: one node object at a time. (A stack of each node's
+    children held every sibling of a long list at once: a generated 4 MB
+    header of FlashInfer 0.7.2 took 160 MB above its parse tree's 105 MB.)"""
+    cursor = node.walk()
+    while True:
+        yield cursor.node
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
 
 
 def _error_share(root: Any) -> float:
