@@ -44,7 +44,7 @@ FACTS_HELD = 64
 #: ... while linking replays an earlier scan's units (``memo.session``): it
 #: runs few of them, so its memos stay small, and the units it runs again
 #: read many files a few times each
-FACTS_HELD_REPLAYING = 300
+FACTS_HELD_REPLAYING = 150
 
 
 class Index:
