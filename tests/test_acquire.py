@@ -292,6 +292,17 @@ def test_an_extracted_tree_is_known_by_its_wheel(tmp_path: Path, tmp_cache: Path
     server_args.write_text("x = 22\n")
     assert kernel_stats(checkout)["sglang/srt/server_args.py"] != \
         stats["sglang/srt/server_args.py"]
+    # C++ text is in the snapshot, by its path from the tree's root, at any depth
+    for rel in ("top.cu", "sglang/data/csrc/deep/kernel.cuh"):
+        (checkout.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout.root / rel).write_text("int x;\n")
+    (checkout.root / ".hidden").mkdir()
+    (checkout.root / ".hidden" / "skipped.cu").write_text("int y;\n")
+    (checkout.root / "notes.txt").write_text("not C++\n")
+    again = kernel_stats(checkout)
+    added = {rel for rel in set(again) - set(stats) if not rel.startswith("<")}
+    assert added == {"top.cu", "sglang/data/csrc/deep/kernel.cuh"}
+    assert again["top.cu"][0] == len("int x;\n")
 
 
 def test_concurrent_extractions_agree(tmp_path: Path, tmp_cache: Path) -> None:
@@ -559,6 +570,13 @@ def tree_with(requires: tuple[str, ...]) -> SourceTree:
             ('flashinfer-python==0.5.0; sys_platform == "win32"', "Flashinfer.Python>=0.6"),
             "flashinfer-python>=0.6",
         ),
+        # the name is read off the line's start first: a name spelled
+        # otherwise, an extra, a URL, a broken line of it or of another
+        (("flashinfer-python-extra==1.0", "  FlashInfer_Python[cu13] == 0.7.2"),
+         "flashinfer-python==0.7.2"),
+        (("flashinfer-python @ https://example.org/f.whl",),
+         "flashinfer-python @ https://example.org/f.whl"),
+        (("flashinfer-python ==", "flashinferpython==1.0", "torch[== !!"), None),
     ],
 )
 def test_kernel_requirement(requires: tuple[str, ...], expected: str | None) -> None:

@@ -39,6 +39,9 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
     wanted = canonicalize_name(kernel_dist)
     found: list[Requirement] = []
     for line in tree.requires:
+        name = _NAME.match(line)
+        if name is None or canonicalize_name(name.group(1)) != wanted:
+            continue  # (another distribution: not parsed, 120 lines a call)
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -57,6 +60,10 @@ def kernel_requirement(tree: SourceTree, kernel_dist: str = KERNEL_DIST) -> str 
     if best.url:
         return f"{wanted} @ {best.url}"
     return f"{wanted}{best.specifier}"
+
+
+#: a requirement's distribution name, as it starts the line (PEP 508)
+_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 
 
 def _under_extra(req: Requirement) -> bool:

@@ -184,14 +184,17 @@ def kernel_stats(tree: SourceTree) -> dict[str, Stat]:
     root = str(tree.root)
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        # one relative path per folder (``relpath`` per file was a fifth of
+        # a warm scan of a checkout with FlashInfer's 6,700 C++ files)
+        base = os.path.relpath(folder, root)
         for name in names:
             if name.endswith(_CPP_SUFFIXES):
-                path = os.path.join(folder, name)
                 try:
-                    st = os.stat(path)
+                    st = os.stat(os.path.join(folder, name))
                 except OSError:
                     continue
-                stats[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns, st.st_mode)
+                rel = name if base == os.curdir else os.path.join(base, name)
+                stats[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
     now = time.time_ns()
     if any(st[1] >= now - RACY_NS for st in stats.values()):
         stats["<written just now>"] = (0, now, 0)
