@@ -78,3 +78,37 @@ def test_without_the_method_nothing_is_refused() -> None:
     lora = next(b for b in result.backends
                 if (b.option, b.choice, b.arch) == (MOE, "lora_marlin", "sm100"))
     assert lora.conditions == ("needs --enable-lora",)
+
+
+SPEC = "--speculative-moe-runner-backend"
+
+
+def test_the_draft_models_runner_meets_the_refusal_read_through_the_shared_getter() -> None:
+    """fixtures/flow_shared_default (shaped like sglang 0.5.23's
+    ``ModelOptNvFp4FusedMoEMethod.apply``): apply reads the runner through
+    ``get_moe_runner_backend()``, where the draft model's value stands in
+    while the draft model is built (``link/shared_values.py``). Its refusal
+    holds for every value but the ones it has a branch for, and for
+    ``auto`` only once resolved at run time; that test of the default is
+    read where the refusal's own tests are, so it is the draft option's
+    too: ``--speculative-moe-runner-backend triton`` is blocked under the
+    method like the main option's, not left undecided by the main option's
+    ``auto``."""
+    options = [MOE, SPEC]
+    result = run_scan(fixture("flow_shared_default"), archs=ARCHS, option=options,
+                      quantization="nvfp4")
+    for option in options:
+        rows = {choice: "".join(
+            next(b.verdict.value[0].upper() for b in result.backends
+                 if (b.option, b.choice, b.arch) == (option, choice, arch)) for arch in ARCHS)
+            for choice in ("auto", "triton", "marlin", "cutlass")}
+        assert rows == {"auto": "UUU", "triton": "BBB", "marlin": "UUU", "cutlass": "UUU"}, option
+        blocked = next(b for b in result.backends
+                       if (b.option, b.choice, b.arch) == (option, "triton", "sm100"))
+        assert blocked.evidence[-1].path == NVFP4 and blocked.evidence[-1].role == "gate"
+    plain = run_scan(fixture("flow_shared_default"), archs=ARCHS, option=options)
+    for option in options:
+        triton = next(b for b in plain.backends
+                      if (b.option, b.choice, b.arch) == (option, "triton", "sm90"))
+        assert (triton.verdict.value, triton.conditions) == (
+            "unknown", ("blocked with --quantization nvfp4",))

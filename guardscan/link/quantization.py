@@ -227,7 +227,13 @@ class QuantizationMethods:
         """A gate that holds for every choice but some (``if backend.is_marlin():
         return`` before it) tests the option's value after its default has been
         resolved at run time (``auto`` may become ``marlin``): for the default
-        choice it stays undecided."""
+        choice it stays undecided. That test of the default is read where the
+        gate's own tests are: where they are shared with an option whose value
+        stands in (``link.shared_values``: the draft model's runner, read
+        through ``get_moe_runner_backend()``), so is it, and the copy for that
+        option tests its own default (``--speculative-moe-runner-backend
+        triton`` under ``modelopt_fp4`` meets ``apply``'s refusal whatever the
+        main option's ``auto`` becomes)."""
         defaults = {}
         for option in self.ctx.options:
             node = parse_expr(option.default) if option.default else None
@@ -235,10 +241,11 @@ class QuantizationMethods:
                 defaults[option.dest] = node.value
         for dest in sorted({a.option for a in option_atoms(cond)}):
             default = defaults.get(dest)
-            if default is None or any(default in a.choices for a in option_atoms(cond)
-                                      if a.option == dest):
+            tests = [a for a in option_atoms(cond) if a.option == dest]
+            if default is None or any(default in a.choices for a in tests):
                 continue
-            cond = conj(cond, disj(neg(OptionIs(dest, frozenset({default}))),
+            shared = tuple(o for o in tests[0].shared if all(o in a.shared for a in tests))
+            cond = conj(cond, disj(neg(OptionIs(dest, frozenset({default}), shared)),
                                    Unknown(f"what {dest} {default} resolves to at run time")))
         return cond
 
