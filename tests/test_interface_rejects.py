@@ -81,6 +81,7 @@ def test_without_the_method_nothing_is_refused() -> None:
 
 
 SPEC = "--speculative-moe-runner-backend"
+RUNNER = "sglang/srt/layers/moe/runner.py"
 
 
 def test_the_draft_models_runner_meets_the_refusal_read_through_the_shared_getter() -> None:
@@ -93,7 +94,9 @@ def test_the_draft_models_runner_meets_the_refusal_read_through_the_shared_gette
     read where the refusal's own tests are, so it is the draft option's
     too: ``--speculative-moe-runner-backend triton`` is blocked under the
     method like the main option's, not left undecided by the main option's
-    ``auto``."""
+    ``auto``. The constructor hands the value it reads to ``MoeRunner``, read
+    with that argument (``link/bound_gates.py``): its refusal of cutlass is
+    the draft option's too."""
     options = [MOE, SPEC]
     result = run_scan(fixture("flow_shared_default"), archs=ARCHS, option=options,
                       quantization="nvfp4")
@@ -102,10 +105,11 @@ def test_the_draft_models_runner_meets_the_refusal_read_through_the_shared_gette
             next(b.verdict.value[0].upper() for b in result.backends
                  if (b.option, b.choice, b.arch) == (option, choice, arch)) for arch in ARCHS)
             for choice in ("auto", "triton", "marlin", "cutlass")}
-        assert rows == {"auto": "UUU", "triton": "BBB", "marlin": "UUU", "cutlass": "UUU"}, option
-        blocked = next(b for b in result.backends
-                       if (b.option, b.choice, b.arch) == (option, "triton", "sm100"))
-        assert blocked.evidence[-1].path == NVFP4 and blocked.evidence[-1].role == "gate"
+        assert rows == {"auto": "UUU", "triton": "BBB", "marlin": "UUU", "cutlass": "BBB"}, option
+        for choice, where in (("triton", NVFP4), ("cutlass", RUNNER)):
+            blocked = next(b for b in result.backends
+                           if (b.option, b.choice, b.arch) == (option, choice, "sm100"))
+            assert (blocked.evidence[-1].path, blocked.evidence[-1].role) == (where, "gate")
     plain = run_scan(fixture("flow_shared_default"), archs=ARCHS, option=options)
     for option in options:
         triton = next(b for b in plain.backends

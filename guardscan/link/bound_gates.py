@@ -201,10 +201,16 @@ class BoundGates:
                 by_rest.setdefault(rest, []).append(choice)
             note = "with " + ", ".join(
                 f"{name}={_describe(value)}" for name, value in sorted(env.items()))
+            # the value handed over is read where the caller read it: where
+            # another option's value stands in there (``link.shared_values``),
+            # and the arguments do not name that option, the gate is its too
+            texts = (*call.args, *(v for _, v in call.kwargs))
+            shared = tuple(other for other in self.ctx.vocab.options.shared.get(dest, ())
+                           if not any(other in text for text in texts))
             # one finding per way the choices stopped are stopped: each says
             # which other options' values let its choices through
             for rest, choices in by_rest.items():
-                gate = conj(OptionIs(dest, frozenset(choices)), rest)
+                gate = conj(OptionIs(dest, frozenset(choices), shared), rest)
                 # made in a quantization method's code: only under the methods
                 # that reach the call (a refusal on every arch, under a
                 # ``--quantization`` naming one)
