@@ -23,19 +23,31 @@ What it recognises
     found under such a test are copied to the second option, the marked
     tests read as tests of it and a hop at the assignment first
     (``share_links``). The first option's own findings are unchanged.
+    Two readings built on such a test are marked alike: a followed call's
+    refusal read with the value the caller hands over (``link.bound_gates``:
+    ``MoeRunner(moe_runner_backend, config)``, where the arguments do not
+    name the second option), and the test of the default that a
+    quantization method's refusal adds (``link.quantization``: what
+    ``auto`` resolves to at run time), so that the copy tests the second
+    option's own value throughout.
 Why it matters
     Enum tests were read as tests of the first option alone, so the draft
     model's options got none of the gates of the code they run:
     ``--speculative-moe-runner-backend hpc_ops`` was ``unknown`` on every
-    arch while ``MoeRunner.__init__`` refuses it off SM90.
+    arch while ``MoeRunner.__init__`` refuses it off SM90; under
+    ``--quantization modelopt_fp4`` its ``triton`` was ``unknown`` where
+    the NVFP4 method's ``apply`` refuses it (sglang 0.5.23).
 Known limits
     Only a getter called with no arguments whose name holds the second
     option's name, stored under the same target text (or the same
     attribute name) in the same module as the first option's value. Only
     enum predicate calls are marked: a comparison with an enum member, a
     test of the option's text in a server-argument hook, or the value
-    handed through parameters, stays the first option's, and holds at its
-    default while the second is judged. A default the first option's code
+    handed through parameters to a test in the callee's own branches,
+    stays the first option's, and holds at its default while the second
+    is judged. Whether a test reads the stored value is told by its text
+    (the receiver or the arguments do not name the second option), so a
+    test of ``server_args.moe_runner_backend`` itself is marked too. A default the first option's code
     resolves (``auto`` becomes a runner on an arch) is not copied: the
     second option's own ``auto`` falls back otherwise. The second option is
     taken as not given while any other is judged.
