@@ -12,8 +12,18 @@ from pathlib import Path
 
 import pytest
 import realtrees
-from test_report import DEFINITION, OPTION, small_result
+from test_report import (
+    DEFINITION,
+    GATE,
+    GUARD,
+    KERNEL_CALL,
+    KERNEL_FACT,
+    OPTION,
+    decided,
+    small_result,
+)
 
+from guardscan.evidence import FactKind, args_of
 from guardscan.report import render
 from guardscan.report.answer import answers, arch_sort_key
 from guardscan.report.explain import ordered_hops
@@ -364,7 +374,11 @@ def test_the_founding_question_fits_on_a_screen() -> None:
         code it runs (``ascend_tp`` has no dispatcher there), a block of
         five lines of its own; the runners ``MoeRunner`` finds no fused
         function for (``experimental_sgl_trtllm``, ``flashinfer_megamoe``),
-        an ``avoid`` block and two marker lines for the ways around it.)"""
+        an ``avoid`` block and two marker lines for the ways around it; the
+        draft model's MoE runner, once it met the refusals the main one meets
+        and so differed from it only where ``megamoe`` is refused (by the
+        NVFP4 method, not by the hook that rewrites the main option's), one
+        line where it is said to be like the main one.)"""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = "guardscan sglang==0.5.23 --arch sm120 --quantization modelopt_fp4"
     begin = page.index(f"<!-- begin: output {command} -->")
@@ -372,7 +386,7 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     body = block.split("```console\n", 1)[1].rsplit("```", 1)[0]
     lines = [line for line in body.splitlines() if not line.startswith("$ ")
              and not line.startswith("    --")]
-    assert len(lines) <= 75, len(lines)
+    assert len(lines) <= 76, len(lines)
     options = [line.split()[0] for line in lines if line.startswith("--")]
     # the two answers the question is about come first (in the order of how
     # many choices the kernel library decides in each)
@@ -383,3 +397,44 @@ def test_the_founding_question_fits_on_a_screen() -> None:
         said = [line.strip() for line in option_block.splitlines()
                 if len(line.strip()) > len("(unsupported)")]
         assert len(said) == len(set(said)), option_block
+
+
+def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_elsewhere() -> None:
+    """One arch, the kernel library read: an option whose choices to avoid
+    (and supported ones) are among another's, with the same verdicts, is not
+    shown in a block of its own but said to be like that one; a choice it
+    avoids at another deciding line is named with that line, so the report
+    says nothing less (the draft model's ``megamoe``, refused by the NVFP4
+    method where the main option's is refused by the hook that rewrites it)."""
+    spec = "--speculative-moe-runner-backend"
+    hook = Evidence.of("sglang/srt/arg_groups/mega_moe_hook.py", 43, "gate",
+                       'raise ValueError("megamoe")', FactKind.GATE,
+                       args_of(effect="raises", arch="sm120", condition="megamoe"))
+    result = small_result()
+    result.archs = ["sm120"]
+    result.options = [*result.options, OptionInfo(
+        spec, "speculative_moe_runner_backend", ("cutlass", "flashinfer_trtllm", "megamoe"),
+        DEFINITION.path, DEFINITION.line + 1)]
+    result.options[0] = OptionInfo(OPTION, "moe_runner_backend",
+                                   ("auto", "flashinfer_trtllm", "cutlass", "megamoe"),
+                                   DEFINITION.path, DEFINITION.line, default="auto")
+    result.backends = [b for b in result.backends if b.arch == "sm120"] + [
+        decided(OPTION, "megamoe", "sm120", Verdict.BLOCKED, (DEFINITION, hook)),
+        decided(spec, "cutlass", "sm120", Verdict.SUPPORTED,
+                (DEFINITION, KERNEL_CALL, KERNEL_FACT)),
+        decided(spec, "flashinfer_trtllm", "sm120", Verdict.BLOCKED, (DEFINITION, GUARD, GATE)),
+        decided(spec, "megamoe", "sm120", Verdict.BLOCKED, (DEFINITION, GUARD, GATE)),
+    ]
+    out = text(result)
+    assert f"\n{spec}  " not in out  # no block of its own
+    said = " ".join(out.split("answered within an option above: ", 1)[1].split())
+    assert said.startswith(f"{spec} (like {OPTION}; megamoe blocked at "
+                           "sglang/srt/server_args.py:1201)"), said
+    # decided where the one above decides it: nothing more to say
+    result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.BLOCKED, (DEFINITION, hook))
+    said = " ".join(text(result).split("answered within an option above: ", 1)[1].split())
+    assert said.startswith(f"{spec} (like {OPTION})"), said
+    # another verdict for a choice: a block of its own
+    result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.UNSUPPORTED,
+                                  (DEFINITION, GUARD, GATE))
+    assert f"\n{spec}  " in text(result)

@@ -32,7 +32,7 @@ from guardscan.report.answer import (
     short_reason,
     sorted_archs,
 )
-from guardscan.results import CHECKPOINT_ONLY, BackendVerdict, ScanResult, Verdict
+from guardscan.results import CHECKPOINT_ONLY, BackendVerdict, Evidence, ScanResult, Verdict
 
 __all__ = ["FIELD_SHOWN", "WIDTH", "field_line", "render_text", "wrap"]
 
@@ -144,14 +144,15 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
     # line between its parts: each part's lead says what it is
     rest: list[str] = []
     shown: list[OptionAnswer] = []
-    alike: list[tuple[OptionAnswer, OptionAnswer]] = []  # (option, the one above it is like)
+    # (option, the one above it is like, where it is decided elsewhere)
+    alike: list[tuple[OptionAnswer, OptionAnswer, list[str]]] = []
     for answer in decided:
         if answer in folded:
             continue
-        like = next((a for a in shown if _within(answer, a)), None) \
+        found = next(((a, d) for a in shown if (d := _within(answer, a)) is not None), None) \
             if fold and answer.option not in field else None
-        if like is not None:
-            alike.append((answer, like))
+        if found is not None:
+            alike.append((answer, *found))
             continue
         shown.append(answer)
         out.append("")
@@ -159,12 +160,14 @@ def _summary(result: ScanResult, style: _Style) -> list[str]:
         out.extend(_field_block(field.get(answer.option, []), "  "))
     if alike:
         # what such an option supports and avoids is said in the one it is like
-        same: dict[str, list[str]] = {}
-        for answer, like in alike:
-            same.setdefault(like.option, []).append(style(answer.option, "option"))
+        same: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for answer, above, elsewhere in alike:
+            same.setdefault((above.option, tuple(elsewhere)), []).append(
+                style(answer.option, "option"))
         rest.extend(wrap("answered within an option above: " + "; ".join(
-            f"{', '.join(names)} (like {like_option})" for like_option, names in same.items()),
-            "", "  "))
+            f"{', '.join(names)} (like {like_option}"
+            + "".join(f"; {e}" for e in decided_at) + ")"
+            for (like_option, decided_at), names in same.items()), "", "  "))
     calm: list[str] = []
     if folded:
         lines, calm = _folded(folded, style)
@@ -211,20 +214,34 @@ def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
     return out
 
 
-def _within(answer: OptionAnswer, above: OptionAnswer) -> bool:
-    """Whether one arch's answer of ``answer`` says nothing ``above`` does not:
-    its supported choices and its choices to avoid (each with the same verdict
-    and deciding line) are among those of ``above``, and it avoids something."""
+def _within(answer: OptionAnswer, above: OptionAnswer) -> list[str] | None:
+    """None unless one arch's answer of ``answer`` says nothing ``above``
+    does not, but where a choice is decided: its supported choices and its
+    choices to avoid (each with the same verdict) are among those of
+    ``above``, and it avoids something. Else each choice to avoid that is
+    decided at another line than above's, with its line (the draft model's
+    ``megamoe`` refused by the quantization method, the main option's by
+    the hook that rewrites it): said beside the option's name."""
     if len(answer.groups) != 1 or len(above.groups) != 1:
-        return False
+        return None
     mine, theirs = answer.groups[0], above.groups[0]
+    if not mine.avoid or not set(mine.supported) <= set(theirs.supported):
+        return None
+    where = {(a.choice, a.verdict.value): a.deciding for a in theirs.avoid}
+    elsewhere = []
+    for avoid in mine.avoid:
+        key = (avoid.choice, avoid.verdict.value)
+        if key not in where:
+            return None
+        theirs_at, mine_at = where[key], avoid.deciding
+        if _line_of(theirs_at) != _line_of(mine_at):
+            at = f" at {mine_at.path}:{mine_at.line}" if mine_at else ""
+            elsewhere.append(f"{avoid.choice} {avoid.verdict.value}{at}")
+    return elsewhere
 
-    def avoided(group: ArchGroup) -> set[tuple[str, str, object]]:
-        return {(a.choice, a.verdict.value, (a.deciding.path, a.deciding.line)
-                 if a.deciding else None) for a in group.avoid}
 
-    return bool(mine.avoid) and avoided(mine) <= avoided(theirs) and \
-        set(mine.supported) <= set(theirs.supported)
+def _line_of(evidence: Evidence | None) -> tuple[str, int] | None:
+    return (evidence.path, evidence.line) if evidence is not None else None
 
 
 def _avoid_words(group: ArchGroup, style: _Style) -> str:
