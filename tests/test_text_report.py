@@ -25,6 +25,7 @@ from test_report import (
 
 from guardscan.evidence import FactKind, args_of
 from guardscan.report import render
+from guardscan.report import text as text_report
 from guardscan.report.answer import answers, arch_sort_key
 from guardscan.report.explain import ordered_hops
 from guardscan.results import (
@@ -399,7 +400,8 @@ def test_the_founding_question_fits_on_a_screen() -> None:
         assert len(said) == len(set(said)), option_block
 
 
-def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_elsewhere() -> None:
+def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_elsewhere(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """One arch, the kernel library read: an option whose choices to avoid
     (and supported ones) are among another's, with the same verdicts, is not
     shown in a block of its own but said to be like that one; a choice it
@@ -430,6 +432,10 @@ def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_else
     said = " ".join(out.split("answered within an option above: ", 1)[1].split())
     assert said.startswith(f"{spec} (like {OPTION}; megamoe blocked at "
                            "sglang/srt/server_args.py:1201)"), said
+    # more such choices than a line holds: a block of its own
+    monkeypatch.setattr(text_report, "MAX_ELSEWHERE", 0)
+    assert f"\n{spec}  " in text(result)
+    monkeypatch.undo()
     # decided where the one above decides it: nothing more to say
     result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.BLOCKED, (DEFINITION, hook))
     said = " ".join(text(result).split("answered within an option above: ", 1)[1].split())

@@ -47,10 +47,11 @@ Known limits
     stays the first option's, and holds at its default while the second
     is judged. Whether a test reads the stored value is told by its text
     (the receiver or the arguments do not name the second option), so a
-    test of ``server_args.moe_runner_backend`` itself is marked too. A default the first option's code
-    resolves (``auto`` becomes a runner on an arch) is not copied: the
-    second option's own ``auto`` falls back otherwise. The second option is
-    taken as not given while any other is judged.
+    test of ``server_args.moe_runner_backend`` itself is marked too. A
+    default the first option's code resolves (``auto`` becomes a runner on
+    an arch) is not copied: the second option's own ``auto`` falls back
+    otherwise. The second option is taken as not given while any other is
+    judged.
 Example
     >>> sorted(shared_targets(
     ...     [("moe.runner_backend", "resolve(exec_moe.moe_runner_backend)"),

@@ -214,6 +214,10 @@ def _option(answer: OptionAnswer, style: _Style, several: bool) -> list[str]:
     return out
 
 
+#: the most choices an option said to be like one above may avoid at other lines
+MAX_ELSEWHERE = 2
+
+
 def _within(answer: OptionAnswer, above: OptionAnswer) -> list[str] | None:
     """None unless one arch's answer of ``answer`` says nothing ``above``
     does not, but where a choice is decided: its supported choices and its
@@ -221,7 +225,8 @@ def _within(answer: OptionAnswer, above: OptionAnswer) -> list[str] | None:
     ``above``, and it avoids something. Else each choice to avoid that is
     decided at another line than above's, with its line (the draft model's
     ``megamoe`` refused by the quantization method, the main option's by
-    the hook that rewrites it): said beside the option's name."""
+    the hook that rewrites it): said beside the option's name, up to
+    ``MAX_ELSEWHERE`` of them (more: the option's own block says it better)."""
     if len(answer.groups) != 1 or len(above.groups) != 1:
         return None
     mine, theirs = answer.groups[0], above.groups[0]
@@ -237,7 +242,7 @@ def _within(answer: OptionAnswer, above: OptionAnswer) -> list[str] | None:
         if _line_of(theirs_at) != _line_of(mine_at):
             at = f" at {mine_at.path}:{mine_at.line}" if mine_at else ""
             elsewhere.append(f"{avoid.choice} {avoid.verdict.value}{at}")
-    return elsewhere
+    return elsewhere if len(elsewhere) <= MAX_ELSEWHERE else None
 
 
 def _line_of(evidence: Evidence | None) -> tuple[str, int] | None:
