@@ -244,6 +244,33 @@ def test_a_deprecated_alias_in_a_table_is_judged_as_what_it_becomes() -> None:
         "flow_alias_table", "sglang/srt/server_args.py", "raise ValueError")
 
 
+
+def test_a_refusal_on_the_way_to_a_device_gate_blocks_every_arch() -> None:
+    """A decode-only backend's assert before its Blackwell test (as sglang
+    0.5.23's ``_cutedsl_prefill_backend_fill``): read with the device gate
+    after it, it refuses the prefill choice on every arch
+    (``link.before_device_gate``); the alias table's later rewrite of the
+    prefill result sends ``old_mla`` there to ``triton`` instead."""
+    name = "flow_refusal_before_gate"
+    result = run_scan(fixture(name), archs=["sm80", "sm90", "sm100"],
+                      option=["--attention-backend", "--prefill-attention-backend"])
+    attention = verdicts(result, "--attention-backend")
+    prefill = verdicts(result, "--prefill-attention-backend")
+    for choice in ("mla_dec", "old_mla"):
+        assert [attention[(choice, a)] for a in ("sm80", "sm90", "sm100")] == [
+            "blocked", "blocked", "supported"]
+    assert [prefill[("mla_dec", a)] for a in ("sm80", "sm90", "sm100")] == ["blocked"] * 3
+    hook = "sglang/srt/arg_groups/overrides.py"
+    last = verdict_of(result, "mla_dec", "sm100", "--prefill-attention-backend").evidence[-1]
+    assert (last.path, last.line) == at(name, hook, "assert view.prefill")
+    # old_mla as the prefill backend runs as triton, which nothing decides
+    assert [prefill[("old_mla", a)] for a in ("sm80", "sm90", "sm100")] == ["unknown"] * 3
+    chain = verdict_of(result, "old_mla", "sm90", "--prefill-attention-backend").evidence
+    rewrite = at(name, "sglang/srt/arg_groups/serving_hook.py",
+                 'renamed["prefill_attention_backend"] = "triton"')
+    assert rewrite in [(e.path, e.line) for e in chain]
+
+
 @cache
 def scan_quantized(name: str, option: str, quantization: str | None) -> ScanResult:
     return run_scan(fixture(name), archs=list(ARCHS), option=[option], quantization=quantization)

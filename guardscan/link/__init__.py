@@ -17,7 +17,11 @@ atoms). The kinds, one recogniser each:
   function, a constructor, an implementation of an interface's abstract
   method such as ``apply``), a rejection decided by the options alone
   (``else: raise ValueError("Unknown FP8 GEMM backend")``) is a gate on
-  every arch under the methods that reach it (``everywhere``).
+  every arch under the methods that reach it (``everywhere``). Elsewhere such
+  a rejection is a gate only on the way to a device gate of the same
+  function that can hold for the same choice (``before_device_gate``:
+  ``assert view.prefill_attention_backend != "cutedsl_mla"`` before the
+  Blackwell test).
 - ``default``: the option is assigned a choice under a device condition
   (``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``):
   ``auto`` resolves to that choice there.

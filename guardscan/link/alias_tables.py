@@ -23,9 +23,13 @@ Why it matters
 Known limits
     Only a literal table in the function that uses it, a function that calls
     ``declare_resolution`` (or ``setattr``) and names the option as a string;
-    a table read in another function, or built from parts, is not read. Any
-    other condition on the rewrite (in the loop) is not read either: the
-    table's rewrite is taken to hold for every launch.
+    a table read in another function, or built from parts, is not read. One
+    later rewrite of one option's result is read, written as a constant under
+    a test of that result (``if renamed.get("prefill_attention_backend") ==
+    "cutedsl_mla": renamed["prefill_attention_backend"] = "trtllm_mla"``:
+    ``--prefill-attention-backend tokenspeed_mla`` becomes ``trtllm_mla``).
+    Any other condition on the rewrite (in the loop) is not read: the table's
+    rewrite is taken to hold for every launch.
 
 Example
     sglang 0.5.23 ``arg_groups/serving_hook.py:304``: ``--attention-backend
@@ -47,6 +51,10 @@ from guardscan.syntax import parse_expr
 __all__ = ["alias_table_renames", "string_table"]
 
 _DECLARES = re.compile(r"\b(?:declare_resolution|setattr)\s*\(")
+
+#: ``renamed.get("dest") == "value"`` or ``renamed["dest"] == "value"``
+_RESULT_IS = re.compile(
+    r"\s*(\w+)(?:\.get\(\s*|\[\s*)([\"'])(\w+)\2\s*[)\]]\s*==\s*([\"'])(\w+)\4\s*")
 
 
 def string_table(text: str) -> dict[str, str] | None:
@@ -96,10 +104,36 @@ def alias_table_renames(index: Index, facts: FactsView, options: tuple[OptionInf
                     not re.search(rf"[\"']{option.dest}[\"']", text):
                 continue
             for old, new in sorted(table.items()):
-                hop = Hop(facts.rel, assign.line, HopRole.LINK,
-                          f"{option.dest} {old} is rewritten to {new}")
+                hops = (Hop(facts.rel, assign.line, HopRole.LINK,
+                            f"{option.dest} {old} is rewritten to {new}"),)
+                later = _later_rewrite(facts, assign.scope, option.dest, new)
+                if later is not None and later[1] in choices:
+                    line, then = later
+                    hops = (*hops, Hop(facts.rel, line, HopRole.LINK,
+                                       f"then {option.dest} {new} is rewritten to {then}"))
+                    new = then
                 out.append(Finding(FindingKind.RENAME, facts.rel, assign.line,
-                                   OptionIs(option.dest, frozenset({old})), (hop,), choice=old,
+                                   OptionIs(option.dest, frozenset({old})), hops, choice=old,
                                    option=option.dest, text=f"{option.dest} = {new}",
                                    target=(option.dest, new)))
     return out
+
+
+def _later_rewrite(facts: FactsView, scope: str, dest: str, value: str,
+                   ) -> tuple[int, str] | None:
+    """(line, value) of a constant written over ``dest``'s result in
+    ``scope`` under a test that the result is ``value``, or None."""
+    for assign in facts.assigns:
+        if assign.scope != scope or len(assign.targets) != 1 or not assign.path:
+            continue
+        target = re.fullmatch(r"(\w+)\[\s*([\"'])(\w+)\2\s*\]", assign.targets[0])
+        new = parse_expr(assign.value)
+        if target is None or target.group(3) != dest or not (
+                isinstance(new, ast.Constant) and isinstance(new.value, str)):
+            continue
+        signed = assign.path[-1]
+        test = _RESULT_IS.fullmatch(facts.cond(signed).text) if signed > 0 else None
+        if test is not None and test.group(1) == target.group(1) and \
+                test.group(3) == dest and test.group(5) == value:
+            return assign.line, new.value
+    return None

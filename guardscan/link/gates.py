@@ -27,9 +27,10 @@ from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.alias_tables import alias_table_renames
 from guardscan.link.backend_argument import backend_argument, backend_choices
+from guardscan.link.before_device_gate import refusals_on_the_way
 from guardscan.link.bound_gates import BoundGates
 from guardscan.link.companions import companion_requirement
-from guardscan.link.conditions import option_atoms
+from guardscan.link.conditions import Failure, option_atoms
 from guardscan.link.dispatch_reach import Reach, dispatch_reach
 from guardscan.link.everywhere import raises_for_some_method, rejects_everywhere
 from guardscan.link.kernel_args import call_arguments
@@ -102,7 +103,13 @@ class Gates:
         if facts is None:
             return out
         reaches: dict[str, Reach | None] = {}  # each scope's, asked once
-        for scope, line, text, cond, path in self.conditions.failure_conditions(facts):
+        #: failures that test an option and no device, kept where a device
+        #: gate of their function is reached through them
+        #: (``link.before_device_gate``); the device gates, to tell
+        pending: list[Failure] = []
+        device_gates: list[Failure] = []
+        for failure in self.conditions.failure_conditions(facts):
+            scope, line, text, cond, path = failure
             escape: Predicate | None = None
             model_only = not mentions_device(cond) and mentions_model(cond)
             if not mentions_device(cond) and not model_only:
@@ -117,45 +124,59 @@ class Gates:
                     continue
                 every = self._every_arch(facts, scope, cond)
                 if every is None:
+                    if rejects_everywhere(cond) and not self.quant.inside(rel):
+                        pending.append(failure)
                     continue
                 cond, implements = every
             else:
+                if mentions_device(cond):
+                    device_gates.append(failure)
                 escape = self.quant.escape(rel, scope, cond)
                 cond, implements = self.quant.qualify(rel, scope, cond), ""
-            runs = () if not implements else (Hop(
-                rel, _def_line(facts, scope), HopRole.LINK,
-                f"{scope}() implements {implements}(), which runs on every object "
-                "the method builds"),)
-            dests = sorted({a.option for a in option_atoms(cond)})
-            hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
-            if scope not in reaches:
-                reaches[scope] = dispatch_reach(ctx.index, self.conditions, facts, scope)
-            reach = reaches[scope]
-            if model_only:
-                # a test of the model alone is a gate only in code a choice's
-                # dispatch reaches: elsewhere in the file, what calls it (a
-                # flag's validator) is not known
-                if reach is None:
-                    continue
-                dests = sorted({a.option for a in option_atoms(conj(reach.condition, cond))})
-            if reach is not None:
-                cond = conj(reach.condition, cond)
-                escape = conj(reach.condition, escape) if escape is not None else None
-                hops = (Hop(rel, reach.lines[0], HopRole.LINK,
-                            "reached only where " + reach.condition.describe()), *hops)
-            if dests:
-                for dest in dests:
-                    out.findings.append(Finding(
-                        FindingKind.GATE, rel, line, cond, hops, option=dest, text=text,
-                        implements=implements, escape=escape))
-            elif any(isinstance(a, QuantIs) for a in leaves(cond)):
-                out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
-                                            text=text))
+            self._gate(facts, out, reaches, failure, cond, implements, escape, model_only)
+        for failure in refusals_on_the_way(pending, device_gates, self._choices()):
+            self._gate(facts, out, reaches, failure, failure[3], "", None, False)
         self.scan_defaults(facts, out)
         self.scan_carried_backends(facts, out)
         if not self.quant.inside(rel):
             out.findings.extend(alias_table_renames(ctx.index, facts, ctx.options))
         return out
+
+    def _gate(self, facts: FactsView, out: Found, reaches: dict[str, Reach | None],
+              failure: Failure, cond: Predicate, implements: str, escape: Predicate | None,
+              model_only: bool) -> None:
+        """``failure``'s gate (``cond``, as qualified) for each option it tests."""
+        rel = facts.rel
+        scope, line, text, _, path = failure
+        runs = () if not implements else (Hop(
+            rel, _def_line(facts, scope), HopRole.LINK,
+            f"{scope}() implements {implements}(), which runs on every object "
+            "the method builds"),)
+        dests = sorted({a.option for a in option_atoms(cond)})
+        hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
+        if scope not in reaches:
+            reaches[scope] = dispatch_reach(self.ctx.index, self.conditions, facts, scope)
+        reach = reaches[scope]
+        if model_only:
+            # a test of the model alone is a gate only in code a choice's
+            # dispatch reaches: elsewhere in the file, what calls it (a
+            # flag's validator) is not known
+            if reach is None:
+                return
+            dests = sorted({a.option for a in option_atoms(conj(reach.condition, cond))})
+        if reach is not None:
+            cond = conj(reach.condition, cond)
+            escape = conj(reach.condition, escape) if escape is not None else None
+            hops = (Hop(rel, reach.lines[0], HopRole.LINK,
+                        "reached only where " + reach.condition.describe()), *hops)
+        if dests:
+            for dest in dests:
+                out.findings.append(Finding(
+                    FindingKind.GATE, rel, line, cond, hops, option=dest, text=text,
+                    implements=implements, escape=escape))
+        elif any(isinstance(a, QuantIs) for a in leaves(cond)):
+            out.findings.append(Finding(FindingKind.QUANT_GATE, rel, line, cond, hops,
+                                        text=text))
 
     def _every_arch(self, facts: FactsView, scope: str, cond: Predicate
                     ) -> tuple[Predicate, str] | None:

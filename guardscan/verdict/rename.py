@@ -68,11 +68,16 @@ def renamed(index: Index, verdicts: list[BackendVerdict], rewrites: dict[str, Fi
         if rewrite is None or target is None:
             out.append(verdict)
             continue
-        line = Evidence.of(rewrite.rel, rewrite.line, Role.LINK.value,
-                           index.line_text(rewrite.rel, rewrite.line), FactKind.LINK,
-                           args_of(text=f"{verdict.choice} is rewritten to {target.choice}"))
-        chain = (verdict.evidence[0], line, *target.evidence[1:]) if verdict.evidence \
-            else (line, *target.evidence)
+        lines = (Evidence.of(rewrite.rel, rewrite.line, Role.LINK.value,
+                             index.line_text(rewrite.rel, rewrite.line), FactKind.LINK,
+                             args_of(text=rewrite.hops[0].note if len(rewrite.hops) > 1
+                                     else f"{verdict.choice} is rewritten to {target.choice}")),
+                 # a later rewrite of the table's result (``link.alias_tables``)
+                 *(Evidence.of(hop.rel, hop.line, Role.LINK.value,
+                               index.line_text(hop.rel, hop.line), FactKind.LINK,
+                               args_of(text=hop.note)) for hop in rewrite.hops[1:]))
+        chain = (verdict.evidence[0], *lines, *target.evidence[1:]) if verdict.evidence \
+            else (*lines, *target.evidence)
         out.append(replace(target, choice=verdict.choice, evidence=chain,
                            platform=verdict.platform))
     return out
