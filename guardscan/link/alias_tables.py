@@ -104,8 +104,8 @@ def alias_table_renames(index: Index, facts: FactsView, options: tuple[OptionInf
                     not re.search(rf"[\"']{option.dest}[\"']", text):
                 continue
             for old, new in sorted(table.items()):
-                hops = (Hop(facts.rel, assign.line, HopRole.LINK,
-                            f"{option.dest} {old} is rewritten to {new}"),)
+                hops: tuple[Hop, ...] = (Hop(facts.rel, assign.line, HopRole.LINK,
+                                         f"{option.dest} {old} is rewritten to {new}"),)
                 later = _later_rewrite(facts, assign.scope, option.dest, new)
                 if later is not None and later[1] in choices:
                     line, then = later
