@@ -379,7 +379,10 @@ def test_the_founding_question_fits_on_a_screen() -> None:
         draft model's MoE runner, once it met the refusals the main one meets
         and so differed from it only where ``megamoe`` is refused (by the
         NVFP4 method, not by the hook that rewrites the main option's), one
-        line where it is said to be like the main one.)"""
+        line where it is said to be like the main one; the prefill attention
+        option, once its ``cutedsl_mla`` was refused by the decode-only
+        assert and its ``tokenspeed_mla`` ran as ``trtllm_mla``, three lines
+        that name those two beside it.)"""
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = "guardscan sglang==0.5.23 --arch sm120 --quantization modelopt_fp4"
     begin = page.index(f"<!-- begin: output {command} -->")
@@ -387,7 +390,7 @@ def test_the_founding_question_fits_on_a_screen() -> None:
     body = block.split("```console\n", 1)[1].rsplit("```", 1)[0]
     lines = [line for line in body.splitlines() if not line.startswith("$ ")
              and not line.startswith("    --")]
-    assert len(lines) <= 76, len(lines)
+    assert len(lines) <= 79, len(lines)
     options = [line.split()[0] for line in lines if line.startswith("--")]
     # the two answers the question is about come first (in the order of how
     # many choices the kernel library decides in each)
@@ -403,9 +406,9 @@ def test_the_founding_question_fits_on_a_screen() -> None:
 def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_elsewhere(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """One arch, the kernel library read: an option whose choices to avoid
-    (and supported ones) are among another's, with the same verdicts, is not
-    shown in a block of its own but said to be like that one; a choice it
-    avoids at another deciding line is named with that line, so the report
+    (and supported ones) are among another's is not shown in a block of its
+    own but said to be like that one; a choice it avoids with another verdict
+    or at another deciding line is named with them, so the report
     says nothing less (the draft model's ``megamoe``, refused by the NVFP4
     method where the main option's is refused by the hook that rewrites it)."""
     spec = "--speculative-moe-runner-backend"
@@ -440,7 +443,14 @@ def test_an_option_decided_like_one_above_is_named_with_where_it_is_decided_else
     result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.BLOCKED, (DEFINITION, hook))
     said = " ".join(text(result).split("answered within an option above: ", 1)[1].split())
     assert said.startswith(f"{spec} (like {OPTION})"), said
-    # another verdict for a choice: a block of its own
+    # another verdict for a choice: named with it (``tokenspeed_mla``, which
+    # the prefill option's later rewrite sends to another backend)
     result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.UNSUPPORTED,
                                   (DEFINITION, GUARD, GATE))
+    said = " ".join(text(result).split("answered within an option above: ", 1)[1].split())
+    assert said.startswith(f"{spec} (like {OPTION}; megamoe unsupported at "
+                           "sglang/srt/server_args.py:1201)"), said
+    # a choice the option above does not avoid: a block of its own
+    result.backends[-1] = decided(spec, "megamoe", "sm120", Verdict.SUPPORTED,
+                                  (DEFINITION, KERNEL_CALL, KERNEL_FACT))
     assert f"\n{spec}  " in text(result)

@@ -220,26 +220,25 @@ MAX_ELSEWHERE = 2
 
 def _within(answer: OptionAnswer, above: OptionAnswer) -> list[str] | None:
     """None unless one arch's answer of ``answer`` says nothing ``above``
-    does not, but where a choice is decided: its supported choices and its
-    choices to avoid (each with the same verdict) are among those of
-    ``above``, and it avoids something. Else each choice to avoid that is
-    decided at another line than above's, with its line (the draft model's
-    ``megamoe`` refused by the quantization method, the main option's by
-    the hook that rewrites it): said beside the option's name, up to
+    does not, but why a choice is avoided: its supported choices and its
+    choices to avoid are among those of ``above``, and it avoids something.
+    Else each choice to avoid that is decided otherwise than above (another
+    deciding line: the draft model's ``megamoe`` refused by the quantization
+    method, the main option's by the hook that rewrites it; or another
+    verdict), with its verdict and line: said beside the option's name, up to
     ``MAX_ELSEWHERE`` of them (more: the option's own block says it better)."""
     if len(answer.groups) != 1 or len(above.groups) != 1:
         return None
     mine, theirs = answer.groups[0], above.groups[0]
     if not mine.avoid or not set(mine.supported) <= set(theirs.supported):
         return None
-    where = {(a.choice, a.verdict.value): a.deciding for a in theirs.avoid}
+    where = {a.choice: (a.verdict.value, _line_of(a.deciding)) for a in theirs.avoid}
     elsewhere = []
     for avoid in mine.avoid:
-        key = (avoid.choice, avoid.verdict.value)
-        if key not in where:
+        if avoid.choice not in where:
             return None
-        theirs_at, mine_at = where[key], avoid.deciding
-        if _line_of(theirs_at) != _line_of(mine_at):
+        if where[avoid.choice] != (avoid.verdict.value, _line_of(avoid.deciding)):
+            mine_at = avoid.deciding
             at = f" at {mine_at.path}:{mine_at.line}" if mine_at else ""
             elsewhere.append(f"{avoid.choice} {avoid.verdict.value}{at}")
     return elsewhere if len(elsewhere) <= MAX_ELSEWHERE else None
