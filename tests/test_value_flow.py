@@ -30,6 +30,8 @@ from guardscan.acquire import acquire
 from guardscan.guards import ChoiceV, ConstV, Vocabulary
 from guardscan.index import Index
 from guardscan.link import option_model
+from guardscan.link.model import Finding, FindingKind, Links
+from guardscan.link.shared_values import share_links
 from guardscan.options import build_catalog
 from guardscan.predicate import Context, OptionIs, Predicate, QuantIs, Tri
 from guardscan.results import ScanResult
@@ -471,6 +473,33 @@ def test_a_value_stored_where_another_options_is_read_shares_its_tests(tmp_path:
     alone = run_scan(tree, archs=list(ARCHS), option=list(options))
     assert row(alone, "--moe-a2a-backend", "deepep") == "UBB"
     assert row(alone, "--speculative-moe-a2a-backend", "deepep") == "UUU"
+
+
+
+def test_a_copied_gate_names_the_option_that_stands_in_beside_it() -> None:
+    """A gate read with a call's arguments names the values of other options
+    with which it may not raise (``not blocked with --moe-a2a-backend
+    megamoe``). Its copy for the draft model's runner names the draft
+    model's all-to-all option where that one's value is stored in the same
+    module as the draft runner's (both stand in while the draft model is
+    built, sglang 0.5.23's ``layers/moe/utils.py``), and the main one's
+    where it is stored elsewhere."""
+    gate = Finding(FindingKind.GATE, "sglang/srt/layers/moe/runner.py", 17,
+                   OptionIs("moe_runner_backend", frozenset({"cutlass"}),
+                            ("speculative_moe_runner_backend",)),
+                   option="moe_runner_backend", target=("moe_a2a_backend=megamoe",))
+    choices = {"speculative_moe_runner_backend": ("cutlass", "triton"),
+               "speculative_moe_a2a_backend": ("none", "megamoe")}
+    for a2a_at, named in (("utils.py", "speculative_moe_a2a_backend"),
+                          ("other.py", "moe_a2a_backend")):
+        links = Links(findings=[gate])
+        share_links(links, {
+            "moe_runner_backend": (("speculative_moe_runner_backend", "utils.py", 40),),
+            "moe_a2a_backend": (("speculative_moe_a2a_backend", a2a_at, 60),)}, choices)
+        copy = links.findings[-1]
+        assert copy.option == "speculative_moe_runner_backend"
+        assert copy.target == (f"{named}=megamoe",)
+        assert gate.target == ("moe_a2a_backend=megamoe",)
 
 
 def test_a_followed_call_is_read_with_the_arguments_it_passes(tmp_path: Path) -> None:

@@ -29,7 +29,11 @@ What it recognises
     name the second option), and the test of the default that a
     quantization method's refusal adds (``link.quantization``: what
     ``auto`` resolves to at run time), so that the copy tests the second
-    option's own value throughout.
+    option's own value throughout. The other options' values with which a
+    copied gate may not raise (``not blocked with --moe-a2a-backend
+    flashinfer_megamoe``) name the option that stands in for that one
+    where it is stored in the same module as the second option (the draft
+    model's all-to-all backend beside its MoE runner).
 Why it matters
     Enum tests were read as tests of the first option alone, so the draft
     model's options got none of the gates of the code they run:
@@ -51,7 +55,10 @@ Known limits
     default the first option's code resolves (``auto`` becomes a runner on
     an arch) is not copied: the second option's own ``auto`` falls back
     otherwise. The second option is taken as not given while any other is
-    judged.
+    judged. Options stored in the same module are taken to stand in
+    together: a draft worker that enters only the runner's context
+    (sglang 0.5.23's ``multi_layer_eagle_worker_v2.py``) keeps the main
+    all-to-all backend.
 Example
     >>> sorted(shared_targets(
     ...     [("moe.runner_backend", "resolve(exec_moe.moe_runner_backend)"),
@@ -140,14 +147,19 @@ def share_links(links: Links, shared: dict[str, tuple[tuple[str, str, int], ...]
             hop = Hop(rel, line, HopRole.LINK,
                       f"{other} stands in for {primary} where {primary} is read")
             rename = _renamer(primary, other, frozenset(choices[other]))
+            # the options that stand in beside it, stored in the same module
+            # (the draft model's all-to-all backend beside its MoE runner)
+            beside = {p: o for p, pairs in shared.items() for o, at, _ in pairs
+                      if at == rel and o in choices}
             for finding in list(links.findings):
                 if finding.option != primary or finding.kind not in _COPIED:
                     continue
                 cond = rename(finding.condition)
                 if cond is not None:
                     escape = rename(finding.escape) if finding.escape is not None else None
-                    into.findings.append(replace(finding, option=other, condition=cond,
-                                                 hops=(hop, *finding.hops), escape=escape))
+                    into.findings.append(replace(
+                        finding, option=other, condition=cond, hops=(hop, *finding.hops),
+                        escape=escape, target=_targets_beside(finding.target, beside)))
             for call in list(links.kernel_calls):
                 if call.option != primary:
                     continue
@@ -155,6 +167,21 @@ def share_links(links: Links, shared: dict[str, tuple[tuple[str, str, int], ...]
                 if cond is not None:
                     into.kernel_calls.append(replace(call, option=other, condition=cond,
                                                      hops=(hop, *call.hops)))
+
+
+def _targets_beside(target: tuple[str, ...], beside: dict[str, str]) -> tuple[str, ...]:
+    """A gate's ``dest=value`` targets (``link.bound_gates``: values of other
+    options with which it may not raise), each option that another stands in
+    for beside the copied one named as that one.
+
+    >>> _targets_beside(("moe_a2a_backend=megamoe",), {"moe_a2a_backend": "spec_a2a"})
+    ('spec_a2a=megamoe',)
+    """
+    out = []
+    for item in target:
+        dest, sep, value = item.partition("=")
+        out.append(f"{beside[dest]}={value}" if sep and dest in beside else item)
+    return tuple(out)
 
 
 def _renamer(primary: str, other: str, choices: frozenset[str]
