@@ -273,6 +273,25 @@ def test_a_refusal_on_the_way_to_a_device_gate_blocks_every_arch() -> None:
     assert rewrite in [(e.path, e.line) for e in chain]
 
 
+
+def test_a_gate_in_a_function_called_only_under_a_test_holds_only_there() -> None:
+    """fixtures/flow_caller_reach (``link/caller_reach.py``): the hook calls
+    one validator on every launch and the other only for a model with Mamba
+    state (as sglang 0.5.23's ``validate_mamba_extra_buffer``). The first's
+    SM90 check blocks ``quick`` elsewhere; the second's SM100 check is a
+    caveat for ``fast``, which the model decides, not a block."""
+    name = "flow_caller_reach"
+    option = "--linear-attn-backend"
+    result = run_scan(fixture(name), archs=["sm80", "sm90", "sm100"], option=[option])
+    table = verdicts(result, option)
+    assert [table[("quick", a)] for a in ("sm80", "sm90", "sm100")] == [
+        "blocked", "supported", "blocked"]
+    assert [table[("fast", a)] for a in ("sm80", "sm90", "sm100")] == ["unknown"] * 3
+    caveat = verdict_of(result, "fast", "sm90", option).evidence
+    hook = at(name, "sglang/srt/arg_groups/model_hook.py", "validate_extra_buffer(server_args)")
+    assert hook in [(e.path, e.line) for e in caveat]
+
+
 @cache
 def scan_quantized(name: str, option: str, quantization: str | None) -> ScanResult:
     return run_scan(fixture(name), archs=list(ARCHS), option=[option], quantization=quantization)

@@ -21,7 +21,9 @@ atoms). The kinds, one recogniser each:
   a rejection is a gate only on the way to a device gate of the same
   function that can hold for the same choice (``before_device_gate``:
   ``assert view.prefill_attention_backend != "cutedsl_mla"`` before the
-  Blackwell test).
+  Blackwell test). A gate in a module-level function that the tree calls
+  only under branch tests holds only there (``caller_reach``: a validator
+  the hook runs only for a model with Mamba state).
 - ``default``: the option is assigned a choice under a device condition
   (``if is_sm100_supported(): self.moe_runner_backend = "flashinfer_trtllm"``):
   ``auto`` resolves to that choice there.

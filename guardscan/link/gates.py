@@ -29,6 +29,7 @@ from guardscan.link.alias_tables import alias_table_renames
 from guardscan.link.backend_argument import backend_argument, backend_choices
 from guardscan.link.before_device_gate import refusals_on_the_way
 from guardscan.link.bound_gates import BoundGates
+from guardscan.link.caller_reach import where_called
 from guardscan.link.companions import companion_requirement
 from guardscan.link.conditions import Failure, option_atoms
 from guardscan.link.dispatch_reach import Reach, dispatch_reach
@@ -169,6 +170,8 @@ class Gates:
             escape = conj(reach.condition, escape) if escape is not None else None
             hops = (Hop(rel, reach.lines[0], HopRole.LINK,
                         "reached only where " + reach.condition.describe()), *hops)
+        elif not model_only and not self.quant.inside(rel):
+            cond, escape, hops = where_called(self.ctx.vocab, rel, scope, cond, escape, hops)
         if dests:
             for dest in dests:
                 out.findings.append(Finding(
