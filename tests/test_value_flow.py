@@ -277,7 +277,8 @@ def test_a_refusal_on_the_way_to_a_device_gate_blocks_every_arch() -> None:
 def test_a_gate_in_a_function_called_only_under_a_test_holds_only_there() -> None:
     """fixtures/flow_caller_reach (``link/caller_reach.py``): the hook calls
     one validator on every launch and the other only for a model with Mamba
-    state (as sglang 0.5.23's ``validate_mamba_extra_buffer``). The first's
+    state (as sglang 0.5.23's ``validate_mamba_extra_buffer``), both past
+    an early return for a dummy model, which does not count. The first's
     SM90 check blocks ``quick`` elsewhere; the second's SM100 check is a
     caveat for ``fast``, which the model decides, not a block."""
     name = "flow_caller_reach"

@@ -130,11 +130,14 @@ class CallSites:
             alternatives.append((where, self._argument(facts, func, name, view, call)))
         return AltV(tuple(alternatives))
 
-    def callers(self, rel: str, scope: str) -> tuple[tuple[str, str, int, Predicate], ...] | None:
+    def callers(self, rel: str, scope: str, entered: bool = False,
+                ) -> tuple[tuple[str, str, int, Predicate], ...] | None:
         """Every call of the module-level function ``scope`` of ``rel`` in the
         tree: the caller's file, scope and line, and its branch tests there
         (None: not such a function, no call at all, or a use that is not a
-        call this reader understands)."""
+        call this reader understands). ``entered``: only the tests of the
+        branches the call is in, not those of the branches passed by (an
+        early ``return`` or an ``else``)."""
         facts = self.interpreter.index.view(rel)
         func = facts.function(scope) if facts is not None else None
         if facts is None or func is None or func.cls or func.scope:
@@ -143,9 +146,11 @@ class CallSites:
         if sites is None:
             return None
         names = self.interpreter.names
+        paths = [tuple(t for t in call.path if t > 0) if entered else call.path
+                 for _, call in sites]
         return tuple((view.rel, call.scope, call.line, names.path_pred(
-            view, view.rel, call.scope, call.path) if call.path else TRUE)
-            for view, call in sites)
+            view, view.rel, call.scope, path) if path else TRUE)
+            for (view, call), path in zip(sites, paths, strict=True))
 
     def sites(self, facts: FactsView, func: FunctionFact,
               ) -> list[tuple[FactsView, CallFact]] | None:

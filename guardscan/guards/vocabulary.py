@@ -144,7 +144,7 @@ class Vocabulary:
             if kind == "p":
                 self.predicate(text, rel, scope, line, report=False)
             elif kind == "c":
-                self.callers(rel, scope)
+                self.callers(rel, scope, entered=text == "+")
             else:
                 self.value(text, rel, scope, line)
         finally:
@@ -261,18 +261,20 @@ class Vocabulary:
                                          reason=reason)
         return Resolved(pred, trail), diagnostic
 
-    def callers(self, rel: str, scope: str) -> tuple[tuple[str, str, int, Predicate], ...] | None:
+    def callers(self, rel: str, scope: str, entered: bool = False,
+                ) -> tuple[tuple[str, str, int, Predicate], ...] | None:
         """Every call in the tree of the module-level function ``scope`` of
         ``rel``, with its branch tests in the caller (``CallSites.callers``;
-        None: not every use of it is a call this reader understands)."""
+        None: not every use of it is a call this reader understands;
+        ``entered``: the tests of the branches each call is in only)."""
         def compute() -> tuple[tuple[tuple[str, str, int, Predicate], ...] | None, None]:
             try:
-                return self._interpreter.call_sites.callers(rel, scope), None
+                return self._interpreter.call_sites.callers(rel, scope, entered), None
             except RecursionError:
                 self._stack.too_deep()
                 return None, None
-        return self.ask(("c", "", rel, scope, 0), compute,  # type: ignore[return-value]
-                        report=False)
+        return self.ask(("c", "+" if entered else "", rel, scope, 0),  # type: ignore[return-value]
+                        compute, report=False)
 
     def module_symbol(self, module: str, name: str) -> Value:
         rel = self._interpreter.tables.rel_of(module)

@@ -15,7 +15,11 @@ What it recognises
                 validate_mamba_extra_buffer(view, hf_config, ...)
 
     The gate holds only where one of those calls is made: its condition is
-    conjoined with the disjunction of the calls' branch tests, one level up.
+    conjoined with the disjunction of the tests of the branches the calls
+    are in, one level up. The tests of branches passed by on the way (an
+    early ``return``, an ``else``) do not count: the resolution pipeline
+    returns early for a dummy model, before it calls every hook, and a hook
+    is still called on every real launch.
 Why it matters
     A gate found by reading a file is a gate for every launch that sets its
     options. ``validate_mamba_extra_buffer`` asserts that a Mamba model's
@@ -67,7 +71,7 @@ def caller_reach(vocab: Vocabulary, rel: str, scope: str) -> CallerReach | None:
     is not a call this reader places, or one call is made unconditionally."""
     if not scope or "." in scope:
         return None
-    sites = vocab.callers(rel, scope)
+    sites = vocab.callers(rel, scope, entered=True)
     if not sites:
         return None
     if any(isinstance(where, Const) and where.value for _, _, _, where in sites):
