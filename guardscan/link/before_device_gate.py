@@ -42,8 +42,8 @@ Example
     >>> failure = ("fill", 10, "assert ...", conj(any_, pre), (-1,))
     >>> gate = ("fill", 12, "raise ...", conj(any_, neg(Device("major", "==", 10))), (-1, 2))
     >>> choices = {"prefill": ("cute", "fa3"), "attention": ("cute", "fa3")}
-    >>> [f[1] for f in refusals_on_the_way([failure], [gate], choices)]
-    [10]
+    >>> [(f[1], g[1]) for f, g in refusals_on_the_way([failure], [gate], choices)]
+    [(10, 12)]
     >>> elsewhere = ("fill", 12, "raise ...", gate[3], (1, 2))
     >>> refusals_on_the_way([failure], [elsewhere], choices)
     []
@@ -61,10 +61,12 @@ __all__ = ["refusals_on_the_way"]
 
 
 def refusals_on_the_way(failures: Iterable[Failure], device_gates: list[Failure],
-                        choices: Mapping[str, tuple[str, ...]]) -> list[Failure]:
-    """The ``failures`` (each testing an option and no device) that some
+                        choices: Mapping[str, tuple[str, ...]],
+                        ) -> list[tuple[Failure, Failure]]:
+    """The ``failures`` (each testing an option and no device) that a
     device gate of ``device_gates``, in the same scope, is reached through,
-    and whose surely refused choices that gate can hold for."""
+    and whose surely refused choices that gate can hold for; each with the
+    first such gate."""
     kept = []
     for failure in failures:
         scope, _, text, cond, path = failure
@@ -72,10 +74,12 @@ def refusals_on_the_way(failures: Iterable[Failure], device_gates: list[Failure]
         if not refused:
             continue
         way = path if text.startswith("assert ") else path[:-1]
-        if any(gate[0] == scope and gate[4][:len(way)] == way
-               and all(_can_hold(gate[3], dest, choice) for dest, choice in refused)
-               for gate in device_gates):
-            kept.append(failure)
+        gate = next((gate for gate in device_gates
+                     if gate[0] == scope and gate[4][:len(way)] == way
+                     and all(_can_hold(gate[3], dest, choice) for dest, choice in refused)),
+                    None)
+        if gate is not None:
+            kept.append((failure, gate))
     return kept
 
 

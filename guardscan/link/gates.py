@@ -26,7 +26,11 @@ from guardscan.guards import (
 from guardscan.index.facts import CallFact, ReturnFact
 from guardscan.index.observe import FactsView
 from guardscan.link.alias_tables import alias_table_renames
-from guardscan.link.backend_argument import backend_argument, backend_choices
+from guardscan.link.backend_argument import (
+    backend_argument,
+    backend_choices,
+    carried_backend_calls,
+)
 from guardscan.link.before_device_gate import refusals_on_the_way
 from guardscan.link.bound_gates import BoundGates
 from guardscan.link.caller_reach import where_called
@@ -135,18 +139,21 @@ class Gates:
                 escape = self.quant.escape(rel, scope, cond)
                 cond, implements = self.quant.qualify(rel, scope, cond), ""
             self._gate(facts, out, reaches, failure, cond, implements, escape, model_only)
-        for failure in refusals_on_the_way(pending, device_gates, self._choices()):
-            self._gate(facts, out, reaches, failure, failure[3], "", None, False)
+        for failure, gate in refusals_on_the_way(pending, device_gates, self._choices()):
+            self._gate(facts, out, reaches, failure, failure[3], "", None, False, (Hop(
+                rel, gate[1], HopRole.LINK, f"read like the device gate at line {gate[1]}: the "
+                "function runs for the choice, and passes here on its way there"),))
         self.scan_defaults(facts, out)
-        self.scan_carried_backends(facts, out)
+        out.kernel_calls.extend(carried_backend_calls(ctx, self.conditions, self.quant, facts))
         if not self.quant.inside(rel):
             out.findings.extend(alias_table_renames(ctx.index, facts, ctx.options))
         return out
 
     def _gate(self, facts: FactsView, out: Found, reaches: dict[str, Reach | None],
               failure: Failure, cond: Predicate, implements: str, escape: Predicate | None,
-              model_only: bool) -> None:
-        """``failure``'s gate (``cond``, as qualified) for each option it tests."""
+              model_only: bool, lead: tuple[Hop, ...] = ()) -> None:
+        """``failure``'s gate (``cond``, as qualified) for each option it tests
+        (``lead``: hops shown before its own)."""
         rel = facts.rel
         scope, line, text, _, path = failure
         runs = () if not implements else (Hop(
@@ -154,7 +161,7 @@ class Gates:
             f"{scope}() implements {implements}(), which runs on every object "
             "the method builds"),)
         dests = sorted({a.option for a in option_atoms(cond)})
-        hops = (*runs, *self.conditions.guard_hops(facts, path, scope, line))
+        hops = (*lead, *runs, *self.conditions.guard_hops(facts, path, scope, line))
         if scope not in reaches:
             reaches[scope] = dispatch_reach(self.ctx.index, self.conditions, facts, scope)
         reach = reaches[scope]
@@ -205,38 +212,6 @@ class Gates:
 
     def _choices(self) -> dict[str, tuple[str, ...]]:
         return {o.dest: o.choices for o in self.ctx.options}
-
-    def scan_carried_backends(self, facts: FactsView, out: Found) -> None:
-        """Calls into the kernel library whose ``backend=`` argument is computed
-        from an option's value (``mm_fp4(..., backend=backend)`` after
-        ``backend = get_fp4_gemm_runner_backend().get_flashinfer_backend()``):
-        whatever the path, each choice makes that call with its own string, so
-        the call belongs to every choice, judged per choice."""
-        ctx = self.ctx
-        choices = self._choices()
-        for call in facts.calls:
-            if not any(name == "backend" for name, _ in call.kwargs):
-                continue
-            if parse_expr(call.func) is None:
-                continue
-            callee = ctx.vocab.value(call.func, facts.rel, call.scope, call.line)
-            if not (isinstance(callee, ExtV) and callee.path.split(".")[0] in
-                    ctx.kernel_packages):
-                continue
-            carried = backend_choices(backend_argument(ctx.vocab, facts, call), choices)
-            if carried is None:
-                continue
-            dest, strings = carried
-            cond = self.conditions.path(facts, call.path, call.scope)
-            scope_cond = self.quant.condition(facts.rel, call.scope)
-            if any(isinstance(a, QuantIs) for a in leaves(scope_cond)):
-                cond = conj(scope_cond, cond)
-            hop = Hop(facts.rel, call.line, HopRole.LINK,
-                      f"backend= carries {dest}: " + ", ".join(
-                          f"{c} -> {s!r}" for c, s in strings if c != s)[:200])
-            out.kernel_calls.append(KernelCall(
-                dest, cond, callee.path, facts.rel, call.line, (hop,), None, owned=True,
-                backends=strings, args=call_arguments(ctx, facts, call)))
 
     def scan_defaults(self, facts: FactsView, out: Found) -> None:
         dests = self.ctx.dests
